@@ -1,0 +1,75 @@
+# Thin wrappers over the harness-probe CLI and pytest. Every target sets up .venv on first use.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+HARNESS ?= reference
+SCENARIO ?=
+ARGS ?=
+OUT ?= probe-out/$(HARNESS)-$(shell date -u +%Y%m%dT%H%M%S)
+VENV := .venv
+HP := $(VENV)/bin/harness-probe
+
+# mitmproxy 12 (pinned by the proxy image, and imported by the addon's tests) needs Python >= 3.12:
+# take the newest 3.13/3.12 on PATH or under pyenv, else python3 if it is new enough.
+PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bin/python3 \
+	$$HOME/.pyenv/versions/3.12*/bin/python3 python3; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null \
+	&& { command -v $$p; break; }; done)
+
+.PHONY: help probe test test-unit test-integration test-harnesses images base-image lint bench lock cleanup docker-check
+
+help:
+	@echo "make probe HARNESS=reference [SCENARIO=tool_success] [OUT=dir] [ARGS='--timeout 120']"
+	@echo "make test            unit + integration + harness tests (real Docker)"
+	@echo "make images          build every image (reused when inputs are unchanged)"
+	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
+	@echo "make lint            ruff + mypy"
+	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
+	@echo "make lock            re-lock images/*/requirements.lock from requirements.in"
+
+$(VENV)/.installed: pyproject.toml
+	@if [ -z "$(PYTHON)" ]; then echo "harness-probe needs Python >= 3.12 (mitmproxy 12); install python3.12 or python3.13, or pass PYTHON=/path/to/python" >&2; exit 2; fi
+	@echo "setting up $(VENV) with $(PYTHON)"
+	@[ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+docker-check: $(VENV)/.installed
+	@$(HP) -q doctor >/dev/null
+
+probe: docker-check
+	$(HP) run --harness $(HARNESS) $(if $(SCENARIO),--scenario $(SCENARIO)) --output $(OUT) $(ARGS)
+
+test: docker-check
+	$(VENV)/bin/pytest tests/unit tests/integration tests/harnesses
+
+test-unit: $(VENV)/.installed
+	$(VENV)/bin/pytest tests/unit
+
+test-integration: docker-check
+	$(VENV)/bin/pytest tests/integration
+
+test-harnesses: docker-check
+	$(VENV)/bin/pytest tests/harnesses
+
+images: docker-check
+	$(HP) images build
+
+base-image: docker-check
+	$(HP) images build base
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff format --check orchestrator proxy_addons tests images
+	$(VENV)/bin/ruff check orchestrator proxy_addons tests images
+	$(VENV)/bin/mypy
+
+bench: $(VENV)/.installed
+	@echo "no benchmarks yet" >&2
+
+cleanup: docker-check
+	$(HP) cleanup
+
+lock: $(VENV)/.installed
+	@for d in images/*/; do [ -f $$d/requirements.in ] || continue; \
+	  echo "locking $$d"; $(VENV)/bin/uv pip compile --quiet --generate-hashes --python-version 3.13 \
+	  --python-platform linux --custom-compile-command 'make lock' $$d/requirements.in -o $$d/requirements.lock; done

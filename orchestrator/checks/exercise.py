@@ -1,0 +1,82 @@
+"""Checks on the witness alone: was the script really played (tools ran, results returned, answer reached)?"""
+
+from __future__ import annotations
+
+from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.model import Kind, check
+
+__all__: list[str] = []
+
+
+@check(
+    "witness.no_violations",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E1",),
+    location="$[?(@.event=='violation')]",
+    needs=("witness",),
+)
+def no_violations(ev: Evidence) -> list[str]:
+    """The harness kept to the script: the provider recorded no violation (unknown route, missing tool, ...)."""
+    return [f"{v['code']}: {v['detail']}" for v in ev.w.of("violation")]
+
+
+@check(
+    "witness.tools_executed",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E5",),
+    location="$[?(@.event=='marker')]",
+    needs=("witness",),
+    scope=("tools",),
+)
+def tools_executed(ev: Evidence) -> list[str]:
+    """Every scripted tool call ran for real: its marker file holds its fresh token (seen by proxy and collector)."""
+    scripted = sum(len(s.get("tool_calls", [])) for s in ev.scenario["script"])
+    calls = ev.w.tool_calls()
+    reasons = []
+    if len(calls) < scripted:
+        reasons.append(f"the provider issued {len(calls)} of {scripted} scripted tool calls")
+    for call in calls:
+        cid, token = call["tool_call_id"], call["token"]
+        seen = ev.w.markers(cid)
+        if not any(m["present"] and m["matches"] for m in seen):
+            reasons.append(f"{cid}: the proxy never saw its marker with the token")
+        collected = ev.markers.get(f"{cid}.txt")
+        if collected != token:
+            state = "missing" if collected is None else "with other content"
+            reasons.append(f"{cid}: collected marker file {state}")
+    return reasons
+
+
+@check(
+    "witness.results_seen",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E4", "E5"),
+    location="$[?(@.event=='tool_result_seen')]",
+    needs=("witness",),
+    scope=("tools",),
+)
+def results_seen(ev: Evidence) -> list[str]:
+    """Every tool call's output went back to the model: a later request carried a result with the token."""
+    reasons = []
+    for call in ev.w.tool_calls():
+        seen = ev.w.results_seen(call["tool_call_id"])
+        if not seen:
+            reasons.append(f"{call['tool_call_id']}: no later request carried its result")
+        elif not any(s.get("token_present") for s in seen):
+            reasons.append(f"{call['tool_call_id']}: its result never contained the token")
+    return reasons
+
+
+@check(
+    "witness.final_answer_sent",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E6",),
+    location="$[?(@.event=='attempt')].finish_reason",
+    needs=("witness",),
+    scope=("final_answer",),
+)
+def final_answer_sent(ev: Evidence) -> list[str]:
+    """The conversation reached the scripted final answer on the wire."""
+    if ev.w.final_reply() is None:
+        return ["the provider never sent the final answer: the harness stopped before it"]
+    return []

@@ -1,0 +1,75 @@
+"""The `harness-probe` command line: one typer sub-app or command per module, joined here."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Annotated
+
+import click
+import typer
+
+from orchestrator import __version__
+from orchestrator.cli import cleanup, doctor, harnesses, images, run, scenarios
+from orchestrator.logs import LogFormat, configure_logging
+
+__all__ = ["app", "main"]
+
+# Usage errors share exit code 2 with input and execution errors: 1 is reserved for a failed check.
+EXIT_USAGE = 2
+
+app = typer.Typer(
+    name="harness-probe",
+    help=(
+        "Probe AI agent harnesses in containers: a scripted provider (mitmproxy) plays the model, writes an "
+        "independent witness of every exchange, and checks compare it with what the harness reports."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command("run")(run.run)
+app.add_typer(scenarios.app, name="scenarios")
+app.add_typer(harnesses.app, name="harnesses")
+app.add_typer(images.app, name="images")
+app.command("cleanup")(cleanup.cleanup)
+app.command("doctor")(doctor.doctor)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"harness-probe {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    log_format: Annotated[
+        LogFormat,
+        typer.Option("--log-format", envvar="HARNESS_PROBE_LOG_FORMAT", help="human (default) or json lines on stderr. Env: HARNESS_PROBE_LOG_FORMAT."),
+    ] = LogFormat.human,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More log output (repeatable).")] = 0,
+    quiet: Annotated[int, typer.Option("--quiet", "-q", count=True, help="Less log output (repeatable).")] = 0,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    configure_logging(log_format, verbose - quiet)
+
+
+def _sigterm(_signum: int, _frame: object) -> None:
+    # SIGTERM takes the Ctrl-C path, so every `finally` removes what the run created.
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        rc = app(standalone_mode=False)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        print("harness-probe: interrupted; what the run created was removed", file=sys.stderr)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -1,0 +1,43 @@
+"""Options and helpers shared by several commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.images import BuildOptions, default_extra_ca
+from orchestrator.runtime import Engine, EngineUnavailable
+
+__all__ = ["ExtraCa", "Rebuild", "build_options", "connect"]
+
+ExtraCa = Annotated[
+    Path | None,
+    typer.Option(
+        "--extra-ca",
+        envvar="HARNESS_PROBE_EXTRA_CA",
+        exists=True,
+        dir_okay=False,
+        help=(
+            "PEM bundle to trust for package downloads during image builds (TLS-intercepting proxies). "
+            "Never installed in the images' trust store. Env: HARNESS_PROBE_EXTRA_CA; default: PIP_CERT if set."
+        ),
+        rich_help_panel="Images",
+    ),
+]
+Rebuild = Annotated[
+    bool, typer.Option("--rebuild", help="Rebuild images even when their inputs are unchanged.", rich_help_panel="Images")
+]
+
+
+def build_options(extra_ca: Path | None, rebuild: bool) -> BuildOptions:
+    return BuildOptions(extra_ca=extra_ca or default_extra_ca(), rebuild=rebuild)
+
+
+def connect() -> Engine:
+    try:
+        return Engine.connect()
+    except EngineUnavailable as exc:
+        typer.echo(f"harness-probe: {exc}", err=True)
+        raise typer.Exit(2) from None

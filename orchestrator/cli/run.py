@@ -1,0 +1,125 @@
+"""`harness-probe run`: probe harnesses with scenarios and print the verdicts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from orchestrator.cli.common import ExtraCa, Rebuild, build_options, connect
+from orchestrator.evidence import FormatError
+from orchestrator.harnesses import Harness, get_harness
+from orchestrator.images import BuildError
+from orchestrator.scenarios import Scenario, list_scenarios, load_scenario
+from orchestrator.suite import EXIT_ERROR, OutputExists, RunConfig, SuiteResult, run_suite
+
+_SYMBOL = {"pass": "✓", "fail": "✗", "not_applicable": "—"}
+
+
+def _parse_args(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--harness-arg")
+        out[key] = value
+    return out
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"harness-probe: {message}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+def run(
+    harness: Annotated[
+        list[str], typer.Option("--harness", "-H", help="Harness to probe (repeatable); see `harnesses list`.")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="New directory for the results; an existing one is refused.")
+    ],
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option("--scenario", "-s", help="Scenario name or file (repeatable; default: every scenario)."),
+    ] = None,
+    harness_arg: Annotated[
+        list[str] | None,
+        typer.Option("--harness-arg", "-a", help="KEY=VALUE option for the harness preset (repeatable)."),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="Seconds the harness may run before it is killed.")
+    ] = 300.0,
+    extra_ca: ExtraCa = None,
+    rebuild: Rebuild = False,
+) -> None:
+    """Run each harness x scenario episode in containers and check the harness's self-report against the witness.
+
+    Exit code 0: every episode passes the P0 gate; 1: a check failed; 2: an input or execution error.
+    """
+    try:
+        harnesses: list[Harness] = [get_harness(h, _parse_args(harness_arg or [])) for h in harness]
+        scenarios: list[Scenario] = [load_scenario(s) for s in scenario] if scenario else list_scenarios()
+    except (KeyError, ValueError, FormatError) as exc:
+        raise _fail(str(exc).strip("'\"")) from None
+    if output.exists():
+        raise _fail(f"output directory {output} already exists; choose a new one (results are never mixed)")
+    engine = connect()
+    console = Console(stderr=True)
+    cfg = RunConfig(harnesses, scenarios, output, timeout, build_options(extra_ca, rebuild))
+
+    def on_episode(h: str, s: str, result: dict[str, Any] | None) -> None:
+        if result is not None:
+            console.print(f"[bold]{h}[/] / {s}: {result['verdict']} ({result['execution']['status']})")
+
+    try:
+        with console.status("building images and running episodes...", spinner="dots") if console.is_terminal else _Null():
+            res = run_suite(cfg, engine, on_episode=on_episode)
+    except OutputExists as exc:
+        raise _fail(str(exc)) from None
+    except BuildError as exc:
+        raise _fail(str(exc)) from None
+    _print_table(res)
+    typer.echo(f"results: {res.output.resolve()}")
+    raise typer.Exit(res.exit_code)
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _print_table(res: SuiteResult) -> None:
+    by_harness: dict[str, list[dict[str, Any]]] = {}
+    for r in res.results:
+        by_harness.setdefault(r["harness"], []).append(r)
+    console = Console(file=sys.stdout)
+    for h, results in by_harness.items():
+        table = Table(title=f"{h}  (✓ pass  ✗ fail  — not applicable)")
+        table.add_column("check")
+        for r in results:
+            table.add_column(r["scenario"], justify="center")
+        ids = [c["id"] for c in results[0]["checks"]] if results[0]["checks"] else []
+        for cid in ids:
+            row = [cid]
+            for r in results:
+                status = next((c["status"] for c in r["checks"] if c["id"] == cid), None)
+                row.append(_SYMBOL.get(status or "", "?"))
+            table.add_row(*row)
+        table.add_row("[bold]verdict[/]", *[f"[bold]{r['verdict']}[/]" for r in results])
+        table.add_row("execution", *[f"{r['execution']['status']} {r['execution']['exit_code']}" for r in results])
+        console.print(table)
+        for r in results:
+            for c in r["checks"]:
+                if c["status"] == "fail":
+                    console.print(f"  {r['scenario']}: {c['id']}: {c['reasons'][0] if c['reasons'] else ''}")
+            if r["execution"]["error"]:
+                console.print(f"  {r['scenario']}: execution: {r['execution']['error']}")
+            if r["normalize"]["status"] == "error":
+                console.print(f"  {r['scenario']}: normalize: {r['normalize']['message']}")

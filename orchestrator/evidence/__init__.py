@@ -1,0 +1,7 @@
+"""Evidence file formats: their JSON Schemas and the one validator that reads them."""
+
+from __future__ import annotations
+
+from orchestrator.evidence.validate import FormatError, Fault, faults, load_json, schema_path, validate
+
+__all__ = ["Fault", "FormatError", "faults", "load_json", "schema_path", "validate"]

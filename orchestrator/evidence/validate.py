@@ -1,0 +1,98 @@
+"""Validation of every file format we read or write against its JSON Schema, with faults named by JSONPath."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+SCENARIO_SCHEMA = Path(__file__).resolve().parents[2] / "scenarios" / "scenario.schema.json"
+
+__all__ = ["Fault", "FormatError", "faults", "load_json", "schema_path", "validate"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    path: str  # JSONPath of the offending value, `$` for the root
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class FormatError(ValueError):
+    """A file does not match its format; `faults` says where, one JSONPath each."""
+
+    def __init__(self, what: str, fault_list: list[Fault]) -> None:
+        self.what = what
+        self.faults = fault_list
+        shown = "\n".join(f"  {f}" for f in fault_list[:20])
+        more = f"\n  ... and {len(fault_list) - 20} more" if len(fault_list) > 20 else ""
+        super().__init__(f"{what} is not valid:\n{shown}{more}")
+
+
+def schema_path(fmt: str) -> Path:
+    """`probe-rollout/v1` -> its schema file."""
+    if fmt == "probe-scenario/v1":
+        return SCENARIO_SCHEMA
+    name, _, version = fmt.partition("/")
+    path = SCHEMA_DIR / f"{name}.{version}.json"
+    if not path.is_file():
+        raise KeyError(f"no schema for format {fmt!r}")
+    return path
+
+
+@cache
+def _validator(fmt: str) -> Draft202012Validator:
+    # Built once per format and reused: validating thousands of files must not re-compile schemas.
+    schema = json.loads(schema_path(fmt).read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _jsonpath(err: ValidationError) -> str:
+    out = "$"
+    for part in err.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _best(err: ValidationError) -> list[ValidationError]:
+    # oneOf failures hide the useful message in their context: report the deepest branch errors instead.
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        deepest = max(len(e.absolute_path) for e in err.context)
+        if deepest > len(err.absolute_path):
+            return [e for e in err.context if len(e.absolute_path) == deepest]
+    return [err]
+
+
+def faults(instance: Any, fmt: str) -> list[Fault]:
+    found: list[Fault] = []
+    for err in _validator(fmt).iter_errors(instance):
+        for e in _best(err):
+            found.append(Fault(_jsonpath(e), e.message))
+    return sorted(set(found), key=lambda f: (f.path, f.message))
+
+
+def validate(instance: Any, fmt: str, what: str | None = None) -> None:
+    found = faults(instance, fmt)
+    if found:
+        raise FormatError(what or fmt, found)
+
+
+def load_json(path: Path, fmt: str) -> Any:
+    """Read and validate a JSON file; a parse error is a FormatError too, never a traceback."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FormatError(str(path), [Fault("$", "file does not exist")]) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise FormatError(str(path), [Fault("$", f"not JSON: {exc}")]) from None
+    validate(data, fmt, str(path))
+    return data

@@ -1,0 +1,65 @@
+"""The contract every harness adapter meets: image, launch preset, where its native logs are, normalize()."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from orchestrator.scenarios import Scenario
+
+__all__ = ["Harness", "Launch", "LaunchContext", "NormalizeError"]
+
+
+class NormalizeError(RuntimeError):
+    """The harness's native logs could not be turned into a rollout (absent, truncated, corrupt): a finding."""
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """Where things are inside the harness container, the same for every harness."""
+
+    base_url: str = "http://provider:8080/v1"
+    api_key: str = "sk-probe-0000000000000000000000000000"
+    home: str = "/home/probe"
+    workdir: str = "/home/probe/work"
+    markers: str = "/probe/markers"
+    task_id: str = ""
+
+
+@dataclass(frozen=True)
+class Launch:
+    command: list[str]
+    environment: dict[str, str] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)  # absolute paths under HOME -> content
+
+
+class Harness(ABC):
+    """One harness: a small class per module in orchestrator/harnesses/, registered by name."""
+
+    name: ClassVar[str]
+    image: ClassVar[str]  # folder under images/
+    description: ClassVar[str]
+    protocols: ClassVar[tuple[str, ...]] = ("chat",)
+    native_paths: ClassVar[tuple[str, ...]] = ()  # container paths copied into native/ untouched
+    version_command: ClassVar[tuple[str, ...]] = ()
+    options_help: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, options: dict[str, str] | None = None) -> None:
+        self.options = dict(options or {})
+        unknown = set(self.options) - set(self.options_help)
+        if unknown:
+            known = ", ".join(sorted(self.options_help)) or "none"
+            raise ValueError(f"harness {self.name!r} has no option(s) {sorted(unknown)} (known: {known})")
+
+    @abstractmethod
+    def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
+        """The one-shot, non-interactive command line, its environment and config files for one episode."""
+
+    @abstractmethod
+    def normalize(self, native_dir: Path) -> dict[str, Any]:
+        """native/ -> a probe-rollout/v1 dict, from what the harness itself reported and nothing else."""
+
+    def parse_version(self, output: str) -> str:
+        return output.strip().splitlines()[-1] if output.strip() else ""

@@ -1,0 +1,195 @@
+"""Image builds: the raw Debian root (pulled or bootstrapped), then each image tagged by a hash of its inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import tarfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import structlog
+
+from orchestrator.runtime import Engine
+
+log = structlog.get_logger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+IMAGES_DIR = REPO_ROOT / "images"
+DEBIAN_TAG = "harness-probe/debian:trixie"
+DEBIAN_UPSTREAM = ("debian", "trixie-slim")
+INPUTS_LABEL = "harness-probe.inputs-sha256"
+_CONTEXT_MTIME = 1_700_000_000
+# Bumped whenever the way a context is assembled changes, so such a change also yields new tags.
+_CONTEXT_FORMAT = 2
+_SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+
+__all__ = ["BuildError", "BuildOptions", "BuiltImage", "ImageBuilder", "image_names"]
+
+
+class BuildError(RuntimeError):
+    """An image could not be built; the message carries the tail of the build log."""
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    extra_ca: Path | None = None  # PEM bundle trusted by package downloads during builds only
+    rebuild: bool = False
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    name: str
+    tag: str
+    image_id: str
+    inputs_sha256: str
+    files: dict[str, str]  # context path -> sha256, recorded in runtime.json
+    built: bool  # False when an existing image with the same inputs was reused
+    seconds: float
+
+
+def image_names() -> list[str]:
+    return sorted(p.name for p in IMAGES_DIR.iterdir() if (p / "Dockerfile").is_file())
+
+
+def _extra_context(name: str) -> dict[str, Path]:
+    # The proxy image carries the addon package; nothing else reaches outside its own folder.
+    return {"proxy_addons": REPO_ROOT / "proxy_addons"} if name == "proxy" else {}
+
+
+def _walk(root: Path, prefix: str) -> Iterable[tuple[str, Path]]:
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and not (set(rel.parts) & _SKIP_PARTS) and path.suffix != ".pyc":
+            yield f"{prefix}{rel.as_posix()}", path
+
+
+def _context_files(name: str, extra_ca: bytes) -> dict[str, bytes]:
+    files = {rel: p.read_bytes() for rel, p in _walk(IMAGES_DIR / name, "")}
+    for dest, src in _extra_context(name).items():
+        files.update({rel: p.read_bytes() for rel, p in _walk(src, f"{dest}/")})
+    files["build-ca.pem"] = extra_ca
+    return files
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for rel, data in sorted(files.items()):
+            info = tarfile.TarInfo(rel)
+            info.size = len(data)
+            info.mode = 0o755 if rel.endswith(".sh") else 0o644
+            # A fixed, non-zero mtime: builds stay reproducible, and mitmproxy's script loader (which only
+            # loads a script whose mtime is newer than 0) sees the addon.
+            info.mtime = _CONTEXT_MTIME
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+class ImageBuilder:
+    """Builds images in dependency order (debian -> base -> the rest), never rebuilding unchanged inputs."""
+
+    def __init__(self, engine: Engine, options: BuildOptions, on_line: Callable[[str], None] | None = None) -> None:
+        self.engine = engine
+        self.options = options
+        self.on_line = on_line or (lambda _line: None)
+        self._done: dict[str, BuiltImage] = {}
+        self._extra_ca = options.extra_ca.read_bytes() if options.extra_ca else b""
+
+    def ensure_debian(self) -> str:
+        """The raw root every image starts from: an existing tag, else a pull, else debootstrap + import."""
+        client = self.engine.client
+        try:
+            return str(client.images.get(DEBIAN_TAG).id)
+        except docker.errors.ImageNotFound:
+            pass
+        try:
+            log.info("pulling base", image=":".join(DEBIAN_UPSTREAM))
+            img = client.images.pull(*DEBIAN_UPSTREAM)
+            img.tag(DEBIAN_TAG)
+            return str(img.id)
+        except docker.errors.APIError as exc:
+            log.info("no registry answers; bootstrapping Debian trixie", reason=str(exc).splitlines()[0][:160])
+        script = IMAGES_DIR / "base" / "bootstrap.sh"
+        proc = subprocess.run(["bash", str(script), DEBIAN_TAG], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(f"bootstrapping {DEBIAN_TAG} failed:\n{proc.stderr.strip()[-3000:]}")
+        return str(client.images.get(DEBIAN_TAG).id)
+
+    def build(self, name: str) -> BuiltImage:
+        if name in self._done:
+            return self._done[name]
+        if not (IMAGES_DIR / name / "Dockerfile").is_file():
+            raise BuildError(f"no image named {name!r} (known: {', '.join(image_names())})")
+        parent_id = self.ensure_debian() if name == "base" else self.build("base").image_id
+        parent_arg = DEBIAN_TAG if name == "base" else self.build("base").tag
+        files = _context_files(name, self._extra_ca)
+        digests = {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
+        h = hashlib.sha256()
+        h.update(f"context-format={_CONTEXT_FORMAT}\nparent={parent_id}\n".encode())
+        for rel, digest in sorted(digests.items()):
+            h.update(f"{rel}={digest}\n".encode())
+        inputs = h.hexdigest()
+        tag = f"harness-probe/{name}:{inputs[:16]}"
+        start = time.monotonic()
+        client = self.engine.client
+        if not self.options.rebuild:
+            try:
+                existing = client.images.get(tag)
+                result = BuiltImage(name, tag, str(existing.id), inputs, digests, False, time.monotonic() - start)
+                self._done[name] = result
+                log.info("image up to date", image=tag)
+                return result
+            except docker.errors.ImageNotFound:
+                pass
+        log.info("building image", image=tag)
+        arg_name = "DEBIAN_IMAGE" if name == "base" else "BASE_IMAGE"
+        image_id = self._docker_build(tag, _tar(files), {arg_name: parent_arg}, {INPUTS_LABEL: inputs})
+        result = BuiltImage(name, tag, image_id, inputs, digests, True, time.monotonic() - start)
+        self._done[name] = result
+        log.info("built image", image=tag, seconds=round(result.seconds, 1))
+        return result
+
+    def _docker_build(self, tag: str, context: bytes, buildargs: dict[str, str], labels: dict[str, str]) -> str:
+        tail: list[str] = []
+        error: str | None = None
+        stream: Iterable[dict[str, Any]] = self.engine.client.api.build(
+            fileobj=io.BytesIO(context),
+            custom_context=True,
+            tag=tag,
+            buildargs=buildargs,
+            labels=labels,
+            rm=True,
+            forcerm=True,
+            pull=False,
+            decode=True,
+        )
+        for chunk in stream:
+            if "stream" in chunk:
+                for line in str(chunk["stream"]).splitlines():
+                    if line.strip():
+                        tail = [*tail[-60:], line]
+                        self.on_line(line)
+            if "error" in chunk:
+                error = str(chunk["error"])
+        if error:
+            hint = ""
+            if "CERTIFICATE_VERIFY_FAILED" in "\n".join(tail) and not self._extra_ca:
+                hint = "\nHint: TLS is intercepted here; pass --extra-ca PATH or set HARNESS_PROBE_EXTRA_CA."
+            raise BuildError(f"building {tag} failed: {error}\n" + "\n".join(tail[-25:]) + hint)
+        return str(self.engine.client.images.get(tag).id)
+
+
+def default_extra_ca() -> Path | None:
+    """HARNESS_PROBE_EXTRA_CA, else the bundle pip is told to trust (PIP_CERT): builds install from PyPI too."""
+    for var in ("HARNESS_PROBE_EXTRA_CA", "PIP_CERT"):
+        value = os.environ.get(var)
+        if value and Path(value).is_file():
+            return Path(value)
+    return None

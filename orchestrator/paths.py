@@ -1,0 +1,75 @@
+"""Where every evidence file of a run lives on the host; the one place that names them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["EpisodePaths", "RunPaths"]
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """
+    out/
+    ├── suite.json              what the run set out to do (written first)
+    └── <harness>/<scenario>/   one EpisodePaths each
+    """
+
+    root: Path
+
+    @property
+    def suite(self) -> Path:
+        return self.root / "suite.json"
+
+    def episode(self, harness: str, scenario: str) -> EpisodePaths:
+        return EpisodePaths(self.root / harness / scenario)
+
+
+@dataclass(frozen=True)
+class EpisodePaths:
+    """
+    <harness>/<scenario>/
+    ├── witness.jsonl          written by the proxy only (probe-witness/v1)
+    ├── rollout.json           normalized self-report (probe-rollout/v1), absent if normalization failed
+    ├── native/                the harness's own logs, copied untouched
+    ├── markers/               marker files the tool commands wrote
+    ├── harness.log            harness stdout + stderr
+    ├── proxy.log              mitmproxy output
+    ├── runtime.json           images, versions, launch (runtime/v1)
+    └── scenario_result.json   execution, normalization, checks, verdict (scenario-result/v1)
+    """
+
+    root: Path
+
+    @property
+    def witness(self) -> Path:
+        return self.root / "witness.jsonl"
+
+    @property
+    def rollout(self) -> Path:
+        return self.root / "rollout.json"
+
+    @property
+    def native(self) -> Path:
+        return self.root / "native"
+
+    @property
+    def markers(self) -> Path:
+        return self.root / "markers"
+
+    @property
+    def harness_log(self) -> Path:
+        return self.root / "harness.log"
+
+    @property
+    def proxy_log(self) -> Path:
+        return self.root / "proxy.log"
+
+    @property
+    def runtime(self) -> Path:
+        return self.root / "runtime.json"
+
+    @property
+    def result(self) -> Path:
+        return self.root / "scenario_result.json"

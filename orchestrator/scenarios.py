@@ -1,0 +1,113 @@
+"""Scenario files: loading, validation against their schema, defaults, and the task the harness may see."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from orchestrator.evidence import Fault, FormatError, validate
+
+SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+
+__all__ = ["SCENARIOS_DIR", "Scenario", "list_scenarios", "load_scenario"]
+
+_DEFAULTS: dict[str, Any] = {"model": "probe-model", "usage": True, "faults": [], "overrides": {}}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    path: Path
+    data: dict[str, Any]  # validated, defaults filled
+    sha256: str  # of the file as read
+
+    @property
+    def description(self) -> str:
+        return str(self.data["description"])
+
+    @property
+    def task(self) -> str:
+        """The only scenario text that ever reaches the harness container."""
+        return str(self.data["task"])
+
+    @property
+    def model(self) -> str:
+        return str(self.data["model"])
+
+    @property
+    def scope(self) -> dict[str, bool]:
+        return dict(self.data["scope"])
+
+    @property
+    def expected(self) -> dict[str, Any]:
+        return dict(self.data["expected"])
+
+    def tool_steps(self) -> list[list[dict[str, Any]]]:
+        return [s["tool_calls"] for s in self.data["script"] if "tool_calls" in s]
+
+    def final_answer(self) -> str | None:
+        last = self.data["script"][-1]
+        return str(last["final_answer"]) if "final_answer" in last else None
+
+    def override(self, harness: str) -> dict[str, Any] | None:
+        o = self.data["overrides"].get(harness)
+        return dict(o) if o else None
+
+    def provider_json(self) -> bytes:
+        """What the proxy reads: the whole scenario with defaults, as JSON (the proxy has no YAML parser)."""
+        return json.dumps(self.data, indent=2, sort_keys=True).encode()
+
+
+def _fill_defaults(raw: dict[str, Any]) -> dict[str, Any]:
+    data = copy.deepcopy(raw)
+    for key, value in _DEFAULTS.items():
+        data.setdefault(key, copy.deepcopy(value))
+    data["expected"].setdefault("outcome", "completed")
+    for step in data["script"]:
+        for call in step.get("tool_calls", []):
+            call.setdefault("exit_code", 0)
+    return data
+
+
+def _semantic_faults(data: dict[str, Any], path: Path) -> list[Fault]:
+    found = []
+    if data["name"] != path.stem:
+        found.append(Fault("$.name", f"{data['name']!r} must equal the file name {path.stem!r}"))
+    for i, step in enumerate(data["script"][:-1]):
+        if "final_answer" in step:
+            found.append(Fault(f"$.script[{i}]", "a final_answer step must be the last step"))
+    for i, fault in enumerate(data["faults"]):
+        if fault["kind"] == "http_error" and "status" not in fault:
+            found.append(Fault(f"$.faults[{i}]", "an http_error fault needs a status"))
+    return found
+
+
+def load_scenario(ref: str | Path) -> Scenario:
+    """A scenario by name (from scenarios/) or by path; FormatError names every fault by JSONPath."""
+    path = Path(ref)
+    if path.suffix not in (".yaml", ".yml"):
+        path = SCENARIOS_DIR / f"{ref}.yaml"
+    if not path.is_file():
+        known = ", ".join(s.name for s in list_scenarios())
+        raise FormatError(str(ref), [Fault("$", f"no such scenario (known: {known})")])
+    text = path.read_bytes()
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise FormatError(str(path), [Fault("$", f"not YAML: {exc}")]) from None
+    validate(raw, "probe-scenario/v1", str(path))
+    data = _fill_defaults(raw)
+    semantic = _semantic_faults(data, path)
+    if semantic:
+        raise FormatError(str(path), semantic)
+    return Scenario(name=data["name"], path=path, data=data, sha256=hashlib.sha256(text).hexdigest())
+
+
+def list_scenarios() -> list[Scenario]:
+    return [load_scenario(p) for p in sorted(SCENARIOS_DIR.glob("*.yaml"))]

@@ -1,0 +1,143 @@
+"""A run: build what is needed, then every harness x scenario episode in turn, then the verdict and exit code."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import structlog
+
+from orchestrator import __version__
+from orchestrator.episode import EpisodeImages, now_iso, run_episode, write_json
+from orchestrator.evidence.validate import SCHEMA_DIR, validate
+from orchestrator.harnesses import Harness
+from orchestrator.images import REPO_ROOT, BuildOptions, BuiltImage, ImageBuilder
+from orchestrator.paths import RunPaths
+from orchestrator.runtime import Engine, create_labels
+from orchestrator.scenarios import Scenario
+
+log = structlog.get_logger(__name__)
+
+__all__ = ["EXIT_ERROR", "EXIT_FAIL", "EXIT_PASS", "OutputExists", "RunConfig", "SuiteResult", "run_suite"]
+
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+
+class OutputExists(FileExistsError):
+    """Results are never overwritten or mixed: an existing output directory is refused."""
+
+
+@dataclass
+class RunConfig:
+    harnesses: list[Harness]
+    scenarios: list[Scenario]
+    output: Path
+    timeout: float = 300.0
+    build: BuildOptions = field(default_factory=BuildOptions)
+
+
+@dataclass
+class SuiteResult:
+    run_id: str
+    output: Path
+    results: list[dict[str, Any]]
+
+    @property
+    def exit_code(self) -> int:
+        verdicts = {r["verdict"] for r in self.results}
+        if "error" in verdicts:
+            return EXIT_ERROR
+        return EXIT_FAIL if "fail" in verdicts else EXIT_PASS
+
+
+def new_run_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+
+
+def _version(engine: Engine, image: BuiltImage, command: tuple[str, ...], run_id: str) -> str | None:
+    """The image's own version string, asked with no network at all."""
+    if not command:
+        return None
+    try:
+        out = engine.client.containers.run(
+            image.tag,
+            list(command),
+            entrypoint=[],
+            network_disabled=True,
+            remove=True,
+            labels=create_labels(run_id, role="version"),
+            stdout=True,
+            stderr=True,
+        )
+    except docker.errors.DockerException as exc:
+        log.warning("could not read version", image=image.tag, error=str(exc))
+        return None
+    text = out.decode(errors="replace").strip() if isinstance(out, bytes) else str(out).strip()
+    return text.splitlines()[-1] if text else None
+
+
+def _inputs(scenarios: list[Scenario], built: dict[str, BuiltImage]) -> dict[str, str]:
+    inputs = {str(s.path.relative_to(REPO_ROOT)): s.sha256 for s in scenarios}
+    for schema in sorted(SCHEMA_DIR.glob("*.json")) + [REPO_ROOT / "scenarios" / "scenario.schema.json"]:
+        inputs[str(schema.relative_to(REPO_ROOT))] = hashlib.sha256(schema.read_bytes()).hexdigest()
+    for name, img in built.items():
+        for rel, digest in img.files.items():
+            key = rel if rel.startswith("proxy_addons/") else f"images/{name}/{rel}"
+            inputs[key] = digest
+    return dict(sorted(inputs.items()))
+
+
+def run_suite(
+    cfg: RunConfig,
+    engine: Engine,
+    on_build_line: Callable[[str], None] | None = None,
+    on_episode: Callable[[str, str, dict[str, Any] | None], None] | None = None,
+) -> SuiteResult:
+    out = RunPaths(cfg.output)
+    if cfg.output.exists():
+        raise OutputExists(f"output directory {cfg.output} already exists; choose a new one (results are never mixed)")
+    cfg.output.mkdir(parents=True)
+    run_id = new_run_id()
+    builder = ImageBuilder(engine, cfg.build, on_line=on_build_line)
+    built: dict[str, BuiltImage] = {"proxy": builder.build("proxy")}
+    for h in cfg.harnesses:
+        built[h.image] = builder.build(h.image)
+    proxy_version = _version(engine, built["proxy"], ("/opt/mitmproxy/bin/mitmdump", "--version"), run_id)
+    if proxy_version:
+        proxy_version = next(
+            (ln for ln in (proxy_version or "").splitlines() if "mitmproxy" in ln.lower()), proxy_version
+        )
+    suite = {
+        "schema": "suite/v1",
+        "run_id": run_id,
+        "started_at": now_iso(),
+        "tool_version": __version__,
+        "harnesses": [{"name": h.name, "options": h.options} for h in cfg.harnesses],
+        "scenarios": [{"name": s.name, "sha256": s.sha256} for s in cfg.scenarios],
+        "images": {
+            n: {"tag": i.tag, "image_id": i.image_id, "inputs_sha256": i.inputs_sha256} for n, i in built.items()
+        },
+        "inputs": _inputs(cfg.scenarios, built),
+        "timeout_seconds": cfg.timeout,
+    }
+    validate(suite, "suite/v1", "suite.json")
+    write_json(out.suite, suite)
+    results: list[dict[str, Any]] = []
+    for h in cfg.harnesses:
+        version = h.parse_version(_version(engine, built[h.image], h.version_command, run_id) or "") or None
+        images = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
+        for s in cfg.scenarios:
+            if on_episode:
+                on_episode(h.name, s.name, None)
+            log.info("episode", harness=h.name, scenario=s.name, run_id=run_id)
+            result = run_episode(engine, h, s, images, out.episode(h.name, s.name), run_id, cfg.timeout)
+            results.append(result)
+            if on_episode:
+                on_episode(h.name, s.name, result)
+    return SuiteResult(run_id, cfg.output, results)

@@ -1,0 +1,121 @@
+"""Protocol-neutral request/reply model and the codec interface every provider protocol implements."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from proxy_addons.shell_tool import ToolSpec
+
+
+class RequestShapeError(ValueError):
+    """A model request that is JSON but not shaped like the protocol's request."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool result found in a request's history, as the model would see it."""
+
+    call_id: str
+    output: str
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What the provider needs from a model request, whatever its protocol."""
+
+    stream: bool
+    # Whether a streamed reply should carry usage (Chat's stream_options.include_usage).
+    stream_usage: bool
+    tools: tuple[ToolSpec, ...]
+    tool_results: tuple[ToolResult, ...]
+
+    def latest_results(self) -> dict[str, str]:
+        """Output per call id; a later entry for the same id wins (that is what the model saw last)."""
+        return {result.call_id: result.output for result in self.tool_results}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts in protocol-neutral names (the witness's names)."""
+
+    prompt: int
+    completion: int
+    reasoning: int
+    cached: int
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+    def to_witness(self) -> dict[str, int]:
+        return {
+            "prompt": self.prompt,
+            "completion": self.completion,
+            "reasoning": self.reasoning,
+            "total": self.total,
+            "cached": self.cached,
+        }
+
+
+def usage_for_attempt(model_attempt: int) -> Usage:
+    """Scripted usage: distinct per model attempt so any self-reported count joins to one attempt."""
+    return Usage(prompt=100 + 10 * model_attempt, completion=7 + model_attempt, reasoning=2, cached=3)
+
+
+@dataclass(frozen=True)
+class IssuedToolCall:
+    """A shell tool call the provider sends, with everything needed to verify it later."""
+
+    call_id: str
+    name: str
+    arguments: Mapping[str, Any]
+    command: str
+    marker_path: str
+    token: str
+    exit_code: int
+    expected_output: str
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """One successful scripted reply: tool calls or a final answer, plus usage when the scenario gives it."""
+
+    response_id: str
+    tool_calls: tuple[IssuedToolCall, ...]
+    text: str | None
+    usage: Usage | None
+
+
+@dataclass(frozen=True)
+class RenderedReply:
+    """A reply encoded for the wire, and the facts the witness records about it."""
+
+    content_type: str
+    body: bytes
+    # The logical JSON reply; for a stream, the complete object the events encode.
+    response: Mapping[str, Any]
+    sse_events: tuple[str, ...] | None
+    response_id: str
+    finish_reason: str | None
+    # Usage as carried on the wire (None when the reply carried none).
+    usage: Usage | None
+
+
+class Codec(Protocol):
+    """One provider protocol: parses its requests and renders scripted replies and errors."""
+
+    protocol: str
+
+    def parse_request(self, body: Mapping[str, Any]) -> ModelRequest: ...
+
+    def new_response_id(self) -> str: ...
+
+    def new_tool_call_id(self) -> str: ...
+
+    def render_reply(
+        self, reply: ScriptedReply, request: ModelRequest, model: str, created: int
+    ) -> RenderedReply: ...
+
+    def error_body(self, status: int, message: str, error_type: str, code: str) -> dict[str, Any]: ...

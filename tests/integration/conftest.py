@@ -1,0 +1,69 @@
+"""Integration fixtures: a real Docker engine (or a plain failure saying there is none) and built images."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from orchestrator.images import BuildOptions, BuiltImage, ImageBuilder, default_extra_ca
+from orchestrator.runtime import Engine, EngineUnavailable
+
+HP = str(Path(sys.executable).with_name("harness-probe"))
+# testcontainers' reaper image would have to be pulled; our tests remove what they start themselves.
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+
+@pytest.fixture(scope="session")
+def engine() -> Engine:
+    try:
+        return Engine.connect()
+    except EngineUnavailable as exc:
+        pytest.fail(f"integration tests need a Docker engine: {exc}", pytrace=False)
+
+
+@dataclass
+class Images:
+    proxy: BuiltImage
+    reference: BuiltImage
+    base: BuiltImage
+
+
+@pytest.fixture(scope="session")
+def images(engine: Engine) -> Images:
+    builder = ImageBuilder(engine, BuildOptions(extra_ca=default_extra_ca()))
+    return Images(builder.build("proxy"), builder.build("reference"), builder.build("base"))
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def hp(*args: str, timeout: float = 600) -> CliResult:
+    proc = subprocess.run([HP, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def labelled(kind: str, run_id: str) -> list[str]:
+    """What `docker <kind> ls` shows with the run's label (the user-visible leak check)."""
+    cmd = {"ps": ["docker", "ps", "-a"], "network": ["docker", "network", "ls"], "volume": ["docker", "volume", "ls"]}
+    out = subprocess.run(
+        [*cmd[kind], "-q", "--filter", f"label=harness-probe.run={run_id}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return out.split()
+
+
+@pytest.fixture
+def out_dir(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "out"

@@ -1,0 +1,72 @@
+"""Scenario files: the shipped ones validate; broken ones are rejected with JSONPath-named faults."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from orchestrator.evidence import FormatError
+from orchestrator.scenarios import SCENARIOS_DIR, list_scenarios, load_scenario
+
+
+def _write(tmp_path: Path, data: dict[str, object], name: str = "tool_success") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _shipped() -> dict[str, object]:
+    data: dict[str, object] = yaml.safe_load((SCENARIOS_DIR / "tool_success.yaml").read_text())
+    return data
+
+
+def test_every_shipped_scenario_validates() -> None:
+    names = [s.name for s in list_scenarios()]
+    assert "tool_success" in names
+    s = load_scenario("tool_success")
+    assert len(s.tool_steps()) == 2
+    assert s.final_answer() == "PROBE_DONE"
+    assert s.scope == {"tools": True, "steps": True, "final_answer": True, "errors_expected": False}
+
+
+def test_task_holds_no_expectation() -> None:
+    for s in list_scenarios():
+        assert s.final_answer() is None or s.final_answer() not in s.task
+
+
+def test_provider_json_has_defaults_filled() -> None:
+    data = json.loads(load_scenario("tool_success").provider_json())
+    assert data["faults"] == [] and data["overrides"] == {}
+    assert all(c["exit_code"] == 0 for step in data["script"] for c in step.get("tool_calls", []))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path", "words"),
+    [
+        (lambda d: d.pop("task"), "$", "'task' is a required property"),
+        (lambda d: d["script"].append({"tool_calls": [{"exit_code": 300}]}), "$.script[3].tool_calls[0].exit_code", "300"),
+        (lambda d: d["scope"].update(tools="yes"), "$.scope.tools", "not of type 'boolean'"),
+        (lambda d: d.update(extra=1), "$", "Additional properties"),
+        (lambda d: d["script"].insert(0, {"final_answer": "X"}), "$.script[0]", "must be the last step"),
+        (lambda d: d.update(name="other"), "$.name", "must equal the file name"),
+    ],
+)
+def test_broken_scenario_is_rejected_with_its_path(tmp_path: Path, mutate, path: str, words: str) -> None:  # type: ignore[no-untyped-def]
+    data = _shipped()
+    mutate(data)
+    with pytest.raises(FormatError) as err:
+        load_scenario(_write(tmp_path, data))
+    assert any(f.path == path and words in f.message for f in err.value.faults), err.value.faults
+    assert path in str(err.value)
+
+
+def test_not_yaml_and_unknown_name(tmp_path: Path) -> None:
+    bad = tmp_path / "x.yaml"
+    bad.write_text("a: [unclosed")
+    with pytest.raises(FormatError, match="not YAML"):
+        load_scenario(bad)
+    with pytest.raises(FormatError, match="no such scenario"):
+        load_scenario("does_not_exist")

@@ -1,0 +1,103 @@
+"""Scenario interpretation inside the proxy: defaults, faults lookup, rejection of unplayable files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import TOOL_SUCCESS_YAML, tool_success_scenario
+
+from proxy_addons.scenario import (
+    FinalAnswerStep,
+    ScenarioError,
+    ToolCallsStep,
+    load_scenario,
+    parse_scenario,
+)
+
+
+def minimal(**extra: Any) -> dict[str, Any]:
+    return {"schema": "probe-scenario/v1", "name": "s", "script": [{"final_answer": "X"}], **extra}
+
+
+def test_tool_success_yaml_loads_with_its_sha256(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(yaml.safe_load(TOOL_SUCCESS_YAML.read_text())))
+    scenario = load_scenario(path)
+    assert scenario.name == "tool_success"
+    assert scenario.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert [type(step) for step in scenario.steps] == [ToolCallsStep, ToolCallsStep, FinalAnswerStep]
+    assert scenario.steps[2] == FinalAnswerStep("PROBE_DONE")
+    assert isinstance(scenario.steps[0], ToolCallsStep) and scenario.steps[0].calls[0].exit_code == 0
+    assert (scenario.model, scenario.usage, scenario.faults) == ("probe-model", True, ())
+
+
+def test_defaults_are_applied_when_optional_fields_are_absent() -> None:
+    scenario = parse_scenario(
+        minimal(
+            script=[{"tool_calls": [{}]}, {"final_answer": "X"}],
+            faults=[{"attempt": 0, "kind": "http_error", "status": 500}],
+        )
+    )
+    assert scenario.model == "probe-model"
+    assert scenario.usage is True
+    step = scenario.steps[0]
+    assert isinstance(step, ToolCallsStep) and step.calls[0].exit_code == 0
+    fault = scenario.faults[0]
+    assert (fault.repeat, fault.error_type, fault.message, fault.retry_after) == (
+        False,
+        "probe_error",
+        "scripted model failure",
+        None,
+    )
+
+
+def test_fault_lookup_exact_then_repeat() -> None:
+    scenario = parse_scenario(
+        minimal(
+            faults=[
+                {"attempt": 1, "kind": "http_error", "status": 500, "repeat": True},
+                {"attempt": 3, "kind": "http_error", "status": 429},
+            ]
+        )
+    )
+    assert scenario.fault_for(0) is None
+    assert [scenario.fault_for(n).status for n in (1, 2, 3, 4)] == [500, 500, 429, 500]  # type: ignore[union-attr]
+
+
+def test_full_orchestrator_document_is_accepted() -> None:
+    assert parse_scenario(tool_success_scenario()).name == "tool_success"
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        [],
+        minimal(schema="probe-scenario/v0"),
+        minimal(script=[]),
+        minimal(script=[{"final_answer": "X"}, {"tool_calls": [{}]}]),
+        minimal(script=[{"tool_calls": [{"exit_code": 256}]}]),
+        minimal(script=[{"tool_calls": [{"exit_code": True}]}]),
+        minimal(script=[{"tool_calls": [], "final_answer": "x"}]),
+        minimal(faults=[{"attempt": 0, "kind": "http_error"}]),
+        minimal(faults=[{"attempt": 0, "kind": "cut_stream", "status": 500}]),
+        minimal(faults=[{"attempt": 0, "kind": "http_error", "status": 500}] * 2),
+        minimal(usage="yes"),
+    ],
+)
+def test_unplayable_documents_are_rejected(document: Any) -> None:
+    with pytest.raises(ScenarioError):
+        parse_scenario(document)
+
+
+def test_missing_and_non_json_files_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError):
+        load_scenario(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("schema: probe-scenario/v1\n")
+    with pytest.raises(ScenarioError):
+        load_scenario(bad)
