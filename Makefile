@@ -40,7 +40,7 @@ docker-check: $(VENV)/.installed
 probe: docker-check
 	$(HP) run --harness $(HARNESS) $(if $(SCENARIO),--scenario $(SCENARIO)) --output $(OUT) $(ARGS)
 
-test: docker-check
+test: docker-check lint
 	$(VENV)/bin/pytest tests/unit tests/integration tests/harnesses
 
 test-unit: $(VENV)/.installed

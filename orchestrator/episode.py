@@ -92,7 +92,10 @@ def run_episode(
         paths.runtime,
         {
             "schema": "runtime/v1",
-            "engine": {"server_version": engine.server_version(), "docker_host": os.environ.get("DOCKER_HOST")},
+            "engine": {
+                "server_version": engine.server_version(),
+                "docker_host": os.environ.get("DOCKER_HOST"),
+            },
             "harness": _image_json(images.harness, images.harness_version),
             "proxy": _image_json(images.proxy, images.proxy_version),
             "launch": {

@@ -19,14 +19,15 @@ from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.images import REPO_ROOT, BuildOptions, BuiltImage, ImageBuilder
 from orchestrator.paths import RunPaths
+from orchestrator.report import report_run
 from orchestrator.runtime import Engine, create_labels
-from orchestrator.scenarios import Scenario
+from orchestrator.scenarios import Scenario, list_scenarios
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["EXIT_ERROR", "EXIT_FAIL", "EXIT_PASS", "OutputExists", "RunConfig", "SuiteResult", "run_suite"]
+__all__ = ["EXIT_ERROR", "OutputExists", "RunConfig", "SuiteResult", "run_suite"]
 
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+EXIT_ERROR = 2
 
 
 class OutputExists(FileExistsError):
@@ -47,13 +48,7 @@ class SuiteResult:
     run_id: str
     output: Path
     results: list[dict[str, Any]]
-
-    @property
-    def exit_code(self) -> int:
-        verdicts = {r["verdict"] for r in self.results}
-        if "error" in verdicts:
-            return EXIT_ERROR
-        return EXIT_FAIL if "fail" in verdicts else EXIT_PASS
+    exit_code: int  # decided by the summary: 0 every P0 gate passes, 1 a check failed, 2 an error
 
 
 def new_run_id() -> str:
@@ -79,12 +74,12 @@ def _version(engine: Engine, image: BuiltImage, command: tuple[str, ...], run_id
         log.warning("could not read version", image=image.tag, error=str(exc))
         return None
     text = out.decode(errors="replace").strip() if isinstance(out, bytes) else str(out).strip()
-    return text.splitlines()[-1] if text else None
+    return text or None
 
 
 def _inputs(scenarios: list[Scenario], built: dict[str, BuiltImage]) -> dict[str, str]:
     inputs = {str(s.path.relative_to(REPO_ROOT)): s.sha256 for s in scenarios}
-    for schema in sorted(SCHEMA_DIR.glob("*.json")) + [REPO_ROOT / "scenarios" / "scenario.schema.json"]:
+    for schema in [*sorted(SCHEMA_DIR.glob("*.json")), REPO_ROOT / "scenarios" / "scenario.schema.json"]:
         inputs[str(schema.relative_to(REPO_ROOT))] = hashlib.sha256(schema.read_bytes()).hexdigest()
     for name, img in built.items():
         for rel, digest in img.files.items():
@@ -108,15 +103,14 @@ def run_suite(
     built: dict[str, BuiltImage] = {"proxy": builder.build("proxy")}
     for h in cfg.harnesses:
         built[h.image] = builder.build(h.image)
-    proxy_version = _version(engine, built["proxy"], ("/opt/mitmproxy/bin/mitmdump", "--version"), run_id)
-    if proxy_version:
-        proxy_version = next(
-            (ln for ln in (proxy_version or "").splitlines() if "mitmproxy" in ln.lower()), proxy_version
-        )
-    suite = {
+    # `mitmdump --version` prints several lines (platform, OpenSSL, ...); the first names mitmproxy.
+    proxy_text = _version(engine, built["proxy"], ("/opt/mitmproxy/bin/mitmdump", "--version"), run_id) or ""
+    proxy_version = next((ln.strip() for ln in proxy_text.splitlines() if "mitmproxy" in ln.lower()), None)
+    started_at = now_iso()
+    suite: dict[str, Any] = {
         "schema": "suite/v1",
         "run_id": run_id,
-        "started_at": now_iso(),
+        "started_at": started_at,
         "tool_version": __version__,
         "harnesses": [{"name": h.name, "options": h.options} for h in cfg.harnesses],
         "scenarios": [{"name": s.name, "sha256": s.sha256} for s in cfg.scenarios],
@@ -140,4 +134,7 @@ def run_suite(
             results.append(result)
             if on_episode:
                 on_episode(h.name, s.name, result)
-    return SuiteResult(run_id, cfg.output, results)
+    # Reports only once every episode has finished; summary.json last, so an interrupted run has none.
+    full_suite = {s.name for s in cfg.scenarios} >= {s.name for s in list_scenarios()}
+    code = report_run(cfg.output, suite, results, full_suite=full_suite, started_at=started_at, finished_at=now_iso())
+    return SuiteResult(run_id, cfg.output, results, code)

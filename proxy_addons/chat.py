@@ -44,9 +44,7 @@ class ChatCodec:
     def new_tool_call_id(self) -> str:
         return f"call_{uuid.uuid4().hex}"
 
-    def render_reply(
-        self, reply: ScriptedReply, request: ModelRequest, model: str, created: int
-    ) -> RenderedReply:
+    def render_reply(self, reply: ScriptedReply, request: ModelRequest, model: str, created: int) -> RenderedReply:
         # A stream carries usage only when the client asked for it, as the real API does.
         carried = reply.usage if (not request.stream or request.stream_usage) else None
         completion = completion_object(reply, model, created, carried)

@@ -198,9 +198,7 @@ class Interpreter:
             if route.model_id == self.scenario.model:
                 return self._auxiliary(attempt, 200, self._model_object())
             message = f"The model {route.model_id!r} does not exist"
-            error = {
-                "error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}
-            }
+            error = {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}}
             return self._auxiliary(attempt, 404, error)
         if route.kind is RouteKind.MODEL and route.protocol in CODECS:
             return self._model_call(attempt, CODECS[route.protocol])
@@ -261,9 +259,7 @@ class Interpreter:
                 observation = check_marker(state.call.marker_path, state.call.token)
                 if observation != state.marker:
                     present, matches = observation
-                    self.recorder.write(
-                        "marker", {"tool_call_id": call_id, "present": present, "matches": matches}
-                    )
+                    self.recorder.write("marker", {"tool_call_id": call_id, "present": present, "matches": matches})
                     state.marker = observation
 
     def _guard(self, model_request: ModelRequest) -> tuple[str, str] | None:

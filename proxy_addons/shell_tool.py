@@ -9,18 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Bare names (namespace stripped, lower-cased) under which harnesses advertise their shell tool.
-SHELL_TOOL_NAMES = frozenset(
-    {"bash", "terminal", "shell", "shell_command", "exec_command", "run_shell_command"}
-)
+SHELL_TOOL_NAMES = frozenset({"bash", "terminal", "shell", "shell_command", "exec_command", "run_shell_command"})
 # Properties that can carry the command, in order of preference when a tool has several.
 COMMAND_KEYS = ("cmd", "command")
 DESCRIPTION_TEXT = "Run the probe's shell check"
 
 # Required string properties we know how to fill with a harmless value. Anything else required and
 # unknown makes the tool unusable: guessing could make the harness reject or misroute the call.
-_DESCRIPTION_LIKE = frozenset(
-    {"description", "title", "reason", "justification", "explanation", "summary", "purpose"}
-)
+_DESCRIPTION_LIKE = frozenset({"description", "title", "reason", "justification", "explanation", "summary", "purpose"})
 _DIRECTORY_LIKE = frozenset({"workdir", "cwd", "working_directory", "directory", "dir", "path"})
 _SHELL_LIKE = frozenset({"shell"})
 

@@ -46,7 +46,11 @@ def _version(value: bool) -> None:
 def _root(
     log_format: Annotated[
         LogFormat,
-        typer.Option("--log-format", envvar="HARNESS_PROBE_LOG_FORMAT", help="human (default) or json lines on stderr. Env: HARNESS_PROBE_LOG_FORMAT."),
+        typer.Option(
+            "--log-format",
+            envvar="HARNESS_PROBE_LOG_FORMAT",
+            help="human (default) or json lines on stderr. Env: HARNESS_PROBE_LOG_FORMAT.",
+        ),
     ] = LogFormat.human,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More log output (repeatable).")] = 0,
     quiet: Annotated[int, typer.Option("--quiet", "-q", count=True, help="Less log output (repeatable).")] = 0,

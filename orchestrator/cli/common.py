@@ -27,7 +27,8 @@ ExtraCa = Annotated[
     ),
 ]
 Rebuild = Annotated[
-    bool, typer.Option("--rebuild", help="Rebuild images even when their inputs are unchanged.", rich_help_panel="Images")
+    bool,
+    typer.Option("--rebuild", help="Rebuild images even when their inputs are unchanged.", rich_help_panel="Images"),
 ]
 
 

@@ -37,10 +37,12 @@ def _fail(message: str) -> typer.Exit:
 
 def run(
     harness: Annotated[
-        list[str], typer.Option("--harness", "-H", help="Harness to probe (repeatable); see `harnesses list`.")
+        list[str],
+        typer.Option("--harness", "-H", help="Harness to probe (repeatable); see `harnesses list`."),
     ],
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="New directory for the results; an existing one is refused.")
+        Path,
+        typer.Option("--output", "-o", help="New directory for the results; an existing one is refused."),
     ],
     scenario: Annotated[
         list[str] | None,
@@ -76,7 +78,11 @@ def run(
             console.print(f"[bold]{h}[/] / {s}: {result['verdict']} ({result['execution']['status']})")
 
     try:
-        with console.status("building images and running episodes...", spinner="dots") if console.is_terminal else _Null():
+        with (
+            console.status("building images and running episodes...", spinner="dots")
+            if console.is_terminal
+            else _Null()
+        ):
             res = run_suite(cfg, engine, on_episode=on_episode)
     except OutputExists as exc:
         raise _fail(str(exc)) from None

@@ -146,9 +146,7 @@ def _scenario_table(t: HarnessTable) -> list[str]:
     ]
     for e in t.episodes:
         norm = e["normalize"]
-        normalize = (
-            norm["status"] if norm["status"] != "error" else f"error: {shorten(norm['message'] or '')}"
-        )
+        normalize = norm["status"] if norm["status"] != "error" else f"error: {shorten(norm['message'] or '')}"
         out.append(
             f"<tr><td><code>{esc(e['scenario'])}</code></td><td>{_badge(e['verdict'])}</td>"
             f"<td>{esc(shorten(execution_text(e)))}</td><td>{esc(normalize)}</td>"
@@ -186,7 +184,5 @@ def render_html(summary: dict[str, Any]) -> str:
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>harness-probe report {esc(summary['run_id'])}</title>"
-        f"<style>{_CSS}</style></head>\n<body>\n"
-        + "\n".join(body)
-        + f"\n<script>{_JS}</script>\n</body></html>\n"
+        f"<style>{_CSS}</style></head>\n<body>\n" + "\n".join(body) + f"\n<script>{_JS}</script>\n</body></html>\n"
     )

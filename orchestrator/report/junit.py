@@ -23,9 +23,7 @@ def _case(suite: ET.Element, counts: dict[str, int], classname: str, name: str) 
     return ET.SubElement(suite, "testcase", {"classname": _text(classname), "name": _text(name), "time": "0"})
 
 
-def _execution_case(
-    suite: ET.Element, counts: dict[str, int], classname: str, episode: dict[str, Any]
-) -> None:
+def _execution_case(suite: ET.Element, counts: dict[str, int], classname: str, episode: dict[str, Any]) -> None:
     verdict = episode["verdict"]
     if verdict not in ("error", "skipped"):
         return
@@ -89,9 +87,7 @@ def render_junit(summary: dict[str, Any]) -> bytes:
         suite, counts = suite_for(m["harness"])
         case = _case(suite, counts, f"{m['harness']}.{m['scenario']}", "execution")
         counts["errors"] += 1
-        ET.SubElement(
-            case, "error", {"message": "no scenario_result: the episode is missing", "type": "execution"}
-        )
+        ET.SubElement(case, "error", {"message": "no scenario_result: the episode is missing", "type": "execution"})
 
     for el, counts in suites.values():
         for key in _COUNTS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tarfile
@@ -93,16 +94,17 @@ class RunningContainer:
     def wait_for_log(self, needle: bytes, timeout: float) -> None:
         """Readiness by log line; on timeout the container's output goes into the error, since that is the diagnosis."""
         deadline = time.monotonic() + timeout
+        why = f"did not print {needle!r} within {timeout:.0f}s"
         while time.monotonic() < deadline:
             self._c.reload()
-            out = self.logs()
-            if needle in out:
+            if needle in self.logs():
                 return
             if self._c.status in ("exited", "dead"):
+                why = f"exited before printing {needle!r}"
                 break
             time.sleep(0.1)
-        out = self.logs().decode(errors="replace")[-4000:]
-        raise TimeoutError(f"container {self.name} did not print {needle!r} within {timeout:.0f}s; its output:\n{out}")
+        text = self.logs().decode(errors="replace")[-4000:]
+        raise TimeoutError(f"container {self.name} {why}; its output:\n{text}")
 
     def wait(self, timeout: float) -> int | None:
         """Exit code, or None if the deadline passed (the caller decides to kill)."""
@@ -116,7 +118,7 @@ class RunningContainer:
 
     def kill(self) -> None:
         try:
-            self._c.kill()
+            self._c.kill()  # type: ignore[no-untyped-call]
         except docker.errors.APIError as exc:
             log.debug("kill failed", container=self.name, error=str(exc))
 
@@ -168,10 +170,8 @@ class RunningContainer:
         return True
 
     def remove(self) -> None:
-        try:
+        with contextlib.suppress(docker.errors.NotFound):
             self._c.remove(force=True, v=True)
-        except docker.errors.NotFound:
-            pass
 
 
 class Engine:

@@ -54,7 +54,11 @@ def hp(*args: str, timeout: float = 600) -> CliResult:
 
 def labelled(kind: str, run_id: str) -> list[str]:
     """What `docker <kind> ls` shows with the run's label (the user-visible leak check)."""
-    cmd = {"ps": ["docker", "ps", "-a"], "network": ["docker", "network", "ls"], "volume": ["docker", "volume", "ls"]}
+    cmd = {
+        "ps": ["docker", "ps", "-a"],
+        "network": ["docker", "network", "ls"],
+        "volume": ["docker", "volume", "ls"],
+    }
     out = subprocess.run(
         [*cmd[kind], "-q", "--filter", f"label=harness-probe.run={run_id}"],
         capture_output=True,

@@ -87,7 +87,19 @@ def test_existing_output_directory_is_refused(out_dir: Path) -> None:
 
 
 def test_hanging_harness_is_stopped_reported_and_cleaned(images: Images, out_dir: Path) -> None:
-    res = hp("run", "-H", "reference", "-s", "tool_success", "-a", "mode=hang", "--timeout", "5", "-o", str(out_dir))
+    res = hp(
+        "run",
+        "-H",
+        "reference",
+        "-s",
+        "tool_success",
+        "-a",
+        "mode=hang",
+        "--timeout",
+        "5",
+        "-o",
+        str(out_dir),
+    )
     assert res.code == 1, res.stdout + res.stderr
     result = load_json(out_dir / "reference" / "tool_success" / "scenario_result.json", "scenario-result/v1")
     assert result["execution"]["status"] == "timeout"

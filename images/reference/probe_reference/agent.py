@@ -97,9 +97,7 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
             session.begin_step(step_no)
             say(f"step {step_no}: asking the model")
             try:
-                reply = request_reply(
-                    client, model=config.model, messages=session.messages, stream=config.stream
-                )
+                reply = request_reply(client, model=config.model, messages=session.messages, stream=config.stream)
             except (openai.OpenAIError, httpx.HTTPError, MalformedReply) as exc:
                 # The SDK has already spent its retries: this failure ends the run.
                 category, detail = _reply_failure(exc)

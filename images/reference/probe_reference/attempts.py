@@ -51,9 +51,7 @@ class AttemptLog:
         if self.open is not None:
             # A new request while one is open means the client followed a redirect: that hop is done.
             self.finish(self.open)
-        attempt = Attempt(
-            model_call_id=f"mc-{len(self.attempts) + 1}", step_no=self.step_no, started_at=utc_now()
-        )
+        attempt = Attempt(model_call_id=f"mc-{len(self.attempts) + 1}", step_no=self.step_no, started_at=utc_now())
         self.attempts.append(attempt)
         self.open = attempt
         return attempt
@@ -71,9 +69,7 @@ class AttemptLog:
         suffix = f" ({attempt.error_category})" if attempt.error_category else ""
         say(f"model call {attempt.model_call_id} (step {attempt.step_no}): {status}{suffix}")
 
-    def resolve(
-        self, step_no: int, *, response_id: str | None, finish_reason: str | None, tokens: TokenStats
-    ) -> None:
+    def resolve(self, step_no: int, *, response_id: str | None, finish_reason: str | None, tokens: TokenStats) -> None:
         """Attach the SDK's parsed reply to the attempt that delivered it: the step's last unresolved 2xx."""
         for attempt in reversed(self.attempts):
             if attempt.step_no == step_no and attempt.succeeded_http and not attempt.resolved:

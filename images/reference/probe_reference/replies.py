@@ -116,9 +116,7 @@ def assemble_stream(chunks: Iterable[ChatCompletionChunk]) -> ModelReply:
                 call.arguments += _text(getattr(function, "arguments", None))
     if not seen_any:
         raise MalformedReply("the stream carried no chunks")
-    calls = tuple(
-        RequestedToolCall(p.tool_call_id, p.tool_name, p.arguments) for _, p in sorted(partial.items())
-    )
+    calls = tuple(RequestedToolCall(p.tool_call_id, p.tool_name, p.arguments) for _, p in sorted(partial.items()))
     return ModelReply(
         response_id=response_id,
         finish_reason=finish_reason,

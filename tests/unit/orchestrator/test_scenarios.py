@@ -47,7 +47,11 @@ def test_provider_json_has_defaults_filled() -> None:
     ("mutate", "path", "words"),
     [
         (lambda d: d.pop("task"), "$", "'task' is a required property"),
-        (lambda d: d["script"].append({"tool_calls": [{"exit_code": 300}]}), "$.script[3].tool_calls[0].exit_code", "300"),
+        (
+            lambda d: d["script"].append({"tool_calls": [{"exit_code": 300}]}),
+            "$.script[3].tool_calls[0].exit_code",
+            "300",
+        ),
         (lambda d: d["scope"].update(tools="yes"), "$.scope.tools", "not of type 'boolean'"),
         (lambda d: d.update(extra=1), "$", "Additional properties"),
         (lambda d: d["script"].insert(0, {"final_answer": "X"}), "$.script[0]", "must be the last step"),

@@ -60,9 +60,7 @@ def tool_success_scenario() -> dict[str, Any]:
 def witness_validator() -> jsonschema.Draft202012Validator:
     schema = json.loads(WITNESS_SCHEMA_PATH.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(
-        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-    )
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

@@ -103,9 +103,7 @@ def test_tool_call_chunks_role_first_arguments_split_then_finish_and_usage() -> 
         pieces[index] = pieces.get(index, 0) + 1
     assert [json.loads(arguments[i]) for i in (0, 1)] == [{"command": "echo 0"}, {"command": "echo 1"}]
     assert all(count >= 3 for count in pieces.values())  # head + at least two argument pieces
-    assert chunks[-2]["choices"] == [
-        {"index": 0, "delta": {}, "finish_reason": "tool_calls", "logprobs": None}
-    ]
+    assert chunks[-2]["choices"] == [{"index": 0, "delta": {}, "finish_reason": "tool_calls", "logprobs": None}]
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["prompt_tokens"] == 120
     assert all(chunk["usage"] is None for chunk in chunks[:-1])
 

@@ -176,9 +176,7 @@ def test_sdk_retries_a_scripted_429_and_gets_the_step(make_provider: MakeProvide
 
 
 def test_sdk_surfaces_a_terminal_error(make_provider: MakeProvider) -> None:
-    provider = make_provider(
-        faults=[{"attempt": 0, "kind": "http_error", "status": 400, "message": "bad input"}]
-    )
+    provider = make_provider(faults=[{"attempt": 0, "kind": "http_error", "status": 400, "message": "bad input"}])
     with sdk_client(provider) as sdk, pytest.raises(openai.BadRequestError) as raised:
         sdk.chat.completions.create(model="probe-model", messages=MESSAGES)  # type: ignore[arg-type]
     assert raised.value.status_code == 400

@@ -139,9 +139,7 @@ def test_full_tool_success_sequence(make_provider: MakeProvider) -> None:
     messages: list[dict[str, Any]] = [USER]
     replies = []
     for _ in range(3):
-        flow = provider.chat(
-            chat_body(messages), headers={"authorization": "Bearer sk-secret", "x-other": "drop"}
-        )
+        flow = provider.chat(chat_body(messages), headers={"authorization": "Bearer sk-secret", "x-other": "drop"})
         assert status(flow) == 200
         reply = response_json(flow)
         replies.append(reply)
@@ -243,9 +241,7 @@ def test_429_with_retry_after_then_success(make_provider: MakeProvider) -> None:
     assert failed.response.headers["retry-after"] == "0"
     assert failed.response.headers["content-type"] == "application/json"  # never SSE for errors
     error = response_json(failed)
-    assert error == {
-        "error": {"message": "scripted model failure", "type": "rate_limit_error", "code": "429"}
-    }
+    assert error == {"error": {"message": "scripted model failure", "type": "rate_limit_error", "code": "429"}}
     assert "id" not in error
 
     retried = provider.chat(body)  # the very same request
@@ -406,9 +402,7 @@ def test_missing_or_wrong_marker_is_409_tool_not_executed(make_provider: MakePro
     marker.parent.mkdir(parents=True)
     marker.write_text("forged")
     assert_rejected(provider, provider.chat(chat_body([USER, *history])), "tool_not_executed", 409)
-    assert (
-        provider.events("marker")[-1]["present"] is True and provider.events("marker")[-1]["matches"] is False
-    )
+    assert provider.events("marker")[-1]["present"] is True and provider.events("marker")[-1]["matches"] is False
 
     # Once the command really runs the same conversation continues, and the change is witnessed.
     run_command(issued["command"])
@@ -472,9 +466,7 @@ def test_witness_write_failure_kills_traffic_and_exits_loudly(
     assert exited.value.code == WITNESS_FAILURE_EXIT
     # The line whose fsync failed may be in the file; nothing after it is.
     assert len(read_events(provider.witness)) <= len(before) + 1
-    provider.witness.write_text(
-        "\n".join(json.dumps(e) for e in before) + "\n"
-    )  # keep teardown's check meaningful
+    provider.witness.write_text("\n".join(json.dumps(e) for e in before) + "\n")  # keep teardown's check meaningful
 
 
 def test_witness_appends_with_continuing_seq(make_provider: MakeProvider, tmp_path: Path) -> None:
@@ -533,9 +525,7 @@ def test_configure_without_required_option_logs_error_and_stays_unconfigured(
     assert any(record.levelname == "ERROR" and missing in record.getMessage() for record in caplog.records)
 
 
-def test_failed_reconfigure_keeps_playing_the_active_scenario(
-    make_provider: MakeProvider, tmp_path: Path
-) -> None:
+def test_failed_reconfigure_keeps_playing_the_active_scenario(make_provider: MakeProvider, tmp_path: Path) -> None:
     provider = make_provider()
     addon = provider.addon
     active = addon.interpreter

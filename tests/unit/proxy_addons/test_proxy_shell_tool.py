@@ -144,6 +144,5 @@ def test_scripted_command_writes_marker_prints_token_and_exits(tmp_path: Path, e
 
 def test_scripted_command_text_shape() -> None:
     assert scripted_command("/probe/markers", "call_1", "probe_t", 0) == (
-        "mkdir -p /probe/markers && printf '%s' probe_t > /probe/markers/call_1.txt"
-        " && printf '%s\\n' probe_t && exit 0"
+        "mkdir -p /probe/markers && printf '%s' probe_t > /probe/markers/call_1.txt && printf '%s\\n' probe_t && exit 0"
     )

@@ -67,9 +67,7 @@ def completion(
     return json_reply(200, payload)
 
 
-def usage(
-    prompt: int, completion_: int, *, reasoning: int | None = None, cached: int | None = None
-) -> dict[str, Any]:
+def usage(prompt: int, completion_: int, *, reasoning: int | None = None, cached: int | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion_,

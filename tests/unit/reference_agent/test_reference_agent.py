@@ -51,9 +51,7 @@ def run_agent(base_url: str, tmp_path: Path, *extra: str) -> tuple[int, dict[str
 
 def validate(rollout: dict[str, Any]) -> None:
     """Schema validity plus the ownership invariants an honest rollout must satisfy (E8, E9)."""
-    errors = [
-        f"{list(e.absolute_path)}: {e.message}" for e in Draft202012Validator(SCHEMA).iter_errors(rollout)
-    ]
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in Draft202012Validator(SCHEMA).iter_errors(rollout)]
     assert not errors, errors
     ids = [c["model_call_id"] for c in rollout["model_calls"]]
     assert len(ids) == len(set(ids))
@@ -265,9 +263,7 @@ def test_connection_refused_every_attempt_recorded(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
     code, rollout = run_agent(f"http://127.0.0.1:{port}/v1", tmp_path)
     assert code == 1
-    assert [(c["status_code"], c["error_category"]) for c in rollout["model_calls"]] == [
-        (None, "connection")
-    ] * 3
+    assert [(c["status_code"], c["error_category"]) for c in rollout["model_calls"]] == [(None, "connection")] * 3
     assert rollout["outcome"]["failure_reason"] == "Connection error."
 
 
@@ -302,9 +298,7 @@ def sigterm_after(argv: list[str], marker: bytes, rollout_path: Path) -> dict[st
     """Run the CLI as a process, SIGTERM it once `marker` shows on stderr; return its validated rollout."""
     env = {**os.environ, "PYTHONPATH": str(REFERENCE_DIR)}
     base = ["--task", "t", "--rollout", str(rollout_path), "--api-key", "k"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "probe_reference", *base, *argv], stderr=subprocess.PIPE, env=env
-    )
+    proc = subprocess.Popen([sys.executable, "-m", "probe_reference", *base, *argv], stderr=subprocess.PIPE, env=env)
     assert proc.stderr is not None
     seen = b""
     deadline = time.monotonic() + 20

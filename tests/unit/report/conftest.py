@@ -13,9 +13,7 @@ from orchestrator.evidence import validate
 
 RUN_ID = "20250101T120000-abc123"
 # A reason with markup, an ampersand and a terminal escape, as harness output really contains.
-NASTY = (
-    'tool call call_2: output "<script>alert(1)</script> & \x1b[31mred\x1b[0m" is not the witnessed output'
-)
+NASTY = 'tool call call_2: output "<script>alert(1)</script> & \x1b[31mred\x1b[0m" is not the witnessed output'
 
 # One check of each kind, a P1 check, and a dependent check: the shapes the report must group and count.
 CHECKS: list[dict[str, Any]] = [
@@ -162,9 +160,7 @@ def make_suite(harnesses: list[str], scenarios: list[str], run_id: str = RUN_ID)
         "run_id": run_id,
         "started_at": "2025-01-01T12:00:00.000Z",
         "tool_version": "0.1.0",
-        "harnesses": [
-            {"name": h, "options": {"model": "probe-model"} if h == "hermes" else {}} for h in harnesses
-        ],
+        "harnesses": [{"name": h, "options": {"model": "probe-model"} if h == "hermes" else {}} for h in harnesses],
         "scenarios": [{"name": s, "sha256": f"{i:x}" * 64} for i, s in enumerate(scenarios, start=1)],
         "images": {
             "proxy": {

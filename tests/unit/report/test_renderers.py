@@ -45,18 +45,14 @@ def test_markdown_groups_rows_with_legend_and_symbols(summary: dict[str, Any]) -
 def test_markdown_scenario_rows_and_escaping(summary: dict[str, Any]) -> None:
     md = render_markdown(summary)
     assert "<script>" not in md and "\x1b" not in md
-    row = next(
-        ln for ln in _section(md, "reference").splitlines() if ln.startswith("| `tool_failure` | ✗ fail")
-    )
+    row = next(ln for ln in _section(md, "reference").splitlines() if ln.startswith("| `tool_failure` | ✗ fail"))
     assert "killed at the 300 s timeout" in row
     assert r'`tools.witness_output`: tool call call\_2: output "' in row  # quotes need no escape
     # The escape `clean` made of ESC is itself escaped, so it renders as the text `\x1b`.
     assert r"\<script\>alert\(1\)\</script\> \& \\x1b\[31mred" in row
     hermes = _section(md, "hermes")
     assert "| `tool_success` | error | error: APIError: 500 Server Error: network create failed |" in hermes
-    assert (
-        "| `tool_failure` | skipped | skipped: hermes has no shell tool exit codes | skipped |  |" in hermes
-    )
+    assert "| `tool_failure` | skipped | skipped: hermes has no shell tool exit codes | skipped |  |" in hermes
     assert "## Errors" in md and "hermes/tool\\_success: episode error" in md
 
 
@@ -70,12 +66,7 @@ def test_html_is_self_contained_and_escaped(summary: dict[str, Any]) -> None:
     assert "second reason &amp; more" in page
     # Every check cell opens onto its status, location and reasons.
     cells = re.findall(r'<td class="cell (\w+)"', page)
-    assert (
-        len(cells) == 6 * 4
-        and cells.count("fail") == 4
-        and cells.count("na") == 1
-        and cells.count("none") == 6
-    )
+    assert len(cells) == 6 * 4 and cells.count("fail") == 4 and cells.count("na") == 1 and cells.count("none") == 6
     assert "<dt>location</dt><dd><code>$.tool_calls[*].output</code></dd>" in page
     assert page.count("<details>") == len(cells)
     for title in ("Schema", "Semantic", "Behavioral"):
@@ -96,9 +87,7 @@ def test_junit_counts_and_messages(summary: dict[str, Any]) -> None:
     assert (failed.get("classname"), failed.get("name")) == ("reference.tool_failure", "tools.witness_output")
     failure = failed.find("failure")
     assert failure is not None and failure.text is not None
-    assert failure.get("message", "").startswith(
-        'tool call call_2: output "<script>alert(1)</script> & \\x1b[31m'
-    )
+    assert failure.get("message", "").startswith('tool call call_2: output "<script>alert(1)</script> & \\x1b[31m')
     assert "second reason & more" in failure.text and "location: $.tool_calls[*].output" in failure.text
     hermes = suites["hermes"]
     # 6 checks of the error episode + its `execution` error + the skipped episode's `execution`.

@@ -93,9 +93,7 @@ def _run(tmp_path: Path, results: list[dict[str, Any]], scenarios: list[str] | N
 
 PASS = result("reference", "a", "pass", checks())
 FAIL = result("reference", "b", "fail", checks(calls__outcome=("fail", ["attempt 2 missing"])))
-P1_FAIL = result(
-    "reference", "c", "pass", checks(witness__no_egress=("fail", ["looked up telemetry.example"]))
-)
+P1_FAIL = result("reference", "c", "pass", checks(witness__no_egress=("fail", ["looked up telemetry.example"])))
 SKIP = result(
     "reference",
     "d",
@@ -170,17 +168,11 @@ def test_same_inputs_give_the_same_bytes(run: Run) -> None:
     a = summarize(run)
     shuffled = list(run.results)
     random.Random(7).shuffle(shuffled)
-    b = build_summary(
-        run.dir, run.suite, shuffled, True, "2026-06-01T00:00:00.000Z", "2026-06-01T01:00:00.000Z"
-    )
+    b = build_summary(run.dir, run.suite, shuffled, True, "2026-06-01T00:00:00.000Z", "2026-06-01T01:00:00.000Z")
     assert summary_bytes(a) != summary_bytes(b)
     assert summary_bytes(without_timestamps(a)) == summary_bytes(without_timestamps(b))
     # The only lines that differ are the run's own timestamps, in the field named for them.
-    diff = [
-        (x, y)
-        for x, y in zip(summary_bytes(a).splitlines(), summary_bytes(b).splitlines(), strict=True)
-        if x != y
-    ]
+    diff = [(x, y) for x, y in zip(summary_bytes(a).splitlines(), summary_bytes(b).splitlines(), strict=True) if x != y]
     assert len(diff) == 2 and all(b'"started_at"' in x or b'"finished_at"' in x for x, _ in diff)
     # Episode timestamps live under `timestamps` too, so an audit drops them with one rule.
     assert "timestamps" not in json.dumps(without_timestamps(a))
