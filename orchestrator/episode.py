@@ -15,13 +15,13 @@ from typing import Any
 
 import structlog
 
-from orchestrator.checks import PROFILE, Evidence, Status, gate, read_witness, run_checks
-from orchestrator.evidence import FormatError, validate
-from orchestrator.harnesses import Harness, LaunchContext, NormalizeError
+from orchestrator.evidence import validate
+from orchestrator.harnesses import Harness, LaunchContext
 from orchestrator.images import BuiltImage
 from orchestrator.paths import EpisodePaths
 from orchestrator.runtime import ContainerSpec, Engine, create_labels
 from orchestrator.scenarios import Scenario
+from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
 
 log = structlog.get_logger(__name__)
 
@@ -86,6 +86,8 @@ def run_episode(
         execution.update(status="skipped", error=override["reason"])
         return _finish(paths, harness, scenario, run_id, episode_id, started, execution, None)
 
+    # The scenario as the proxy played it, kept with the evidence so an audit can re-check offline.
+    paths.scenario.write_bytes(scenario.provider_json())
     ctx = LaunchContext(task_id=scenario.name)
     launch = harness.launch(scenario, ctx)
     write_json(
@@ -179,33 +181,6 @@ def run_episode(
     return _finish(paths, harness, scenario, run_id, episode_id, started, execution, True)
 
 
-def _normalize(harness: Harness, paths: EpisodePaths) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    if not paths.native.is_dir():
-        return None, {"status": "error", "message": "no native logs were collected"}
-    try:
-        rollout = harness.normalize(paths.native)
-        validate(rollout, "probe-rollout/v1", "normalized rollout")
-    except (NormalizeError, FormatError) as exc:
-        return None, {"status": "error", "message": str(exc)}
-    except Exception as exc:  # a normalizer bug is reported for this episode, not a crash of the run
-        return None, {"status": "error", "message": f"normalizer crashed: {type(exc).__name__}: {exc}"}
-    write_json(paths.rollout, rollout)
-    return rollout, {"status": "ok", "message": None}
-
-
-def check_episode(scenario: Scenario, paths: EpisodePaths, rollout: dict[str, Any] | None, why: str | None) -> Evidence:
-    ev = Evidence(scenario=scenario.data, rollout=rollout)
-    if rollout is None:
-        ev.errors["rollout"] = why or "no rollout"
-    try:
-        ev.witness = read_witness(paths.witness)
-    except FormatError as exc:
-        ev.errors["witness"] = str(exc)
-    if paths.markers.is_dir():
-        ev.markers = {p.name: p.read_text(errors="replace") for p in paths.markers.iterdir() if p.is_file()}
-    return ev
-
-
 def _finish(
     paths: EpisodePaths,
     harness: Harness,
@@ -216,35 +191,14 @@ def _finish(
     execution: dict[str, Any],
     ran: bool | None,
 ) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "schema": "scenario-result/v1",
-        "profile": PROFILE,
-        "harness": harness.name,
-        "scenario": scenario.name,
-        "run_id": run_id,
-        "episode_id": episode_id,
-        "started_at": started,
-        "finished_at": "",
-        "execution": execution,
-        "normalize": {"status": "skipped", "message": None},
-        "checks": [],
-        "gate": {"P0": False},
-        "verdict": "skipped" if execution["status"] == "skipped" else "error",
-    }
+    result = result_skeleton(harness.name, scenario.name, run_id, episode_id, started, execution)
     if ran:
         # A timed-out or crashed harness still has whatever it logged checked (execution apart from evidence).
-        rollout, result["normalize"] = _normalize(harness, paths)
-        ev = check_episode(scenario, paths, rollout, result["normalize"]["message"])
-        checks = run_checks(ev, scenario.scope)
-        result["inputs_unavailable"] = dict(ev.errors)
-        result["checks"] = [c.to_json() for c in checks]
-        result["gate"] = {"P0": gate(checks, "P0"), "P1": gate(checks, "P1")}
-        if execution["status"] == "error":
-            result["verdict"] = "error"
-        else:
-            result["verdict"] = "pass" if result["gate"]["P0"] else "fail"
-        failed = [c.id for c in checks if c.status == Status.FAIL]
-        log.info("episode checked", scenario=scenario.name, verdict=result["verdict"], failed=failed)
+        rollout, result["normalize"] = normalize_native(harness, paths.native)
+        if rollout is not None:
+            write_json(paths.rollout, rollout)
+        ev = collect_evidence(scenario.data, paths, rollout, result["normalize"]["message"])
+        judge(result, scenario.data, ev)
     result["finished_at"] = now_iso()
     validate(result, "scenario-result/v1", "scenario_result")
     write_json(paths.result, result)

@@ -37,6 +37,7 @@ class EpisodePaths:
     ├── harness.log            harness stdout + stderr
     ├── proxy.log              mitmproxy output
     ├── runtime.json           images, versions, launch (runtime/v1)
+    ├── scenario.json          the scenario as the proxy played it (never shown to the harness)
     └── scenario_result.json   execution, normalization, checks, verdict (scenario-result/v1)
     """
 
@@ -69,6 +70,10 @@ class EpisodePaths:
     @property
     def runtime(self) -> Path:
         return self.root / "runtime.json"
+
+    @property
+    def scenario(self) -> Path:
+        return self.root / "scenario.json"
 
     @property
     def result(self) -> Path:

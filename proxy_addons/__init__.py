@@ -3,4 +3,4 @@
 from __future__ import annotations
 
 # Recorded in every witness `start` event so a witness names the addon build that wrote it.
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -51,11 +51,13 @@ class ChatCodec:
         finish_reason = completion["choices"][0]["finish_reason"]
         if request.stream:
             events = completion_chunks(completion)
+            frames = tuple(sse.encode_event(event) for event in events)
             return RenderedReply(
                 content_type=sse.CONTENT_TYPE,
-                body=sse.encode_data_events(events),
+                body=b"".join(frames),
                 response=completion,
                 sse_events=tuple(events),
+                frames=frames,
                 response_id=reply.response_id,
                 finish_reason=finish_reason,
                 usage=carried,
@@ -65,6 +67,7 @@ class ChatCodec:
             body=_dumps(completion).encode("utf-8"),
             response=completion,
             sse_events=None,
+            frames=None,
             response_id=reply.response_id,
             finish_reason=finish_reason,
             usage=carried,
@@ -88,6 +91,7 @@ def parse_chat_request(body: Mapping[str, Any]) -> ModelRequest:
         stream_usage=isinstance(stream_options, Mapping) and stream_options.get("include_usage") is True,
         tools=chat_tool_specs(tools),
         tool_results=chat_tool_results(messages),
+        has_tools=bool(tools),
     )
 
 
@@ -189,7 +193,7 @@ def split_pieces(text: str, pieces: int = STREAM_PIECES) -> list[str]:
 def completion_chunks(completion: Mapping[str, Any]) -> list[str]:
     """The `data:` payloads (ending with `[DONE]`) of a stream that encodes `completion`.
 
-    Pure, so a later time-structured streamer can pace, withhold or cut these same events. Usage
+    Pure, so the streaming responder can pace, withhold or cut these same events. Usage
     travels as in the real API with `include_usage`: `usage: null` on every chunk, then a last chunk
     with no choices; a completion without usage yields chunks without any usage field.
     """

@@ -11,17 +11,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from proxy_addons import sse, wire
 from proxy_addons.chat import ChatCodec
+from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import (
     Codec,
     IssuedToolCall,
     ModelRequest,
+    RenderedReply,
     RequestShapeError,
     ScriptedReply,
     usage_for_attempt,
+    usage_for_auxiliary,
 )
-from proxy_addons.routes import RouteKind, match_route
-from proxy_addons.scenario import Fault, FinalAnswerStep, Scenario, Step, ToolCallSpec
+from proxy_addons.responses import ResponsesCodec
+from proxy_addons.routes import Route, RouteKind, match_route
+from proxy_addons.scenario import CUT, RESET, WITHHOLD, Fault, FinalAnswerStep, Scenario, ToolCallSpec
 from proxy_addons.shell_tool import (
     ShellTool,
     build_arguments,
@@ -30,6 +35,7 @@ from proxy_addons.shell_tool import (
     marker_path,
     scripted_command,
 )
+from proxy_addons.wire import ResetResponse, TimedReply, TimedResponse, WireOutcome
 from proxy_addons.witness import WitnessRecorder, WitnessWriteError, sha256_hex, witness_headers
 
 logger = logging.getLogger(__name__)
@@ -50,7 +56,14 @@ VIOLATION_STATUS: dict[str, int] = {
     "internal_error": 500,
 }
 
-CODECS: dict[str, Codec] = {codec.protocol: codec for codec in (ChatCodec(),)}
+CODECS: dict[str, Codec] = {codec.protocol: codec for codec in (ChatCodec(), ResponsesCodec(), MessagesCodec())}
+# The canned reply to side requests (titles, summaries): short, and plainly not the scripted answer.
+AUXILIARY_TEXT = "Probe session"
+# The comment line a withheld stream sends after its headers, as real providers' keep-alives do.
+WITHHOLD_PREAMBLE = b": probe wait\n\n"
+SSE_HEADERS = {"content-type": sse.CONTENT_TYPE, "cache-control": "no-cache"}
+# `created_at` of the Anthropic model object: any fixed RFC 3339 time.
+MODEL_CREATED_AT = "2025-01-01T00:00:00Z"
 
 
 @dataclass(frozen=True)
@@ -68,16 +81,20 @@ class IncomingRequest:
 
 @dataclass(frozen=True)
 class OutgoingResponse:
-    """The reply to hand to the client."""
+    """A reply to hand to the client at once, in one piece."""
 
     status: int
     headers: Mapping[str, str]
     body: bytes
 
 
+# What the interpreter answers: a reply now, a timed reply for the streaming responder, or no reply.
+Answer = OutgoingResponse | TimedResponse | ResetResponse
+
+
 @dataclass
 class _CallState:
-    """What the provider has observed about one issued tool call."""
+    """What the provider has observed about one tool call it sent (issued, or carried by a cut reply)."""
 
     call: IssuedToolCall
     attempt_id: str
@@ -152,9 +169,16 @@ class Interpreter:
         self._seconds = seconds
         self._attempts = 0
         self._model_attempts = 0
+        self._auxiliary_replies = 0
         self._step = 0
         self._final_sent = False
+        # Issued calls: replies delivered whole. Only these gate the script (results, markers).
         self._calls: dict[str, _CallState] = {}
+        # Every call any reply carried, cut ones included: their results and markers are still evidence.
+        self._sent: dict[str, _CallState] = {}
+        # Whether a model request with tools has reached the script: from then on, a model request with no
+        # tools at all is a side request (title, summary) and gets a canned reply.
+        self._tools_seen = False
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -173,7 +197,7 @@ class Interpreter:
 
     # -- requests --------------------------------------------------------------------------------
 
-    def handle(self, request: IncomingRequest) -> OutgoingResponse:
+    def handle(self, request: IncomingRequest) -> Answer:
         """Answer one request; failures become a recorded 500 (only unrecordable ones escape)."""
         attempt = _Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
         self._attempts += 1
@@ -189,26 +213,49 @@ class Interpreter:
             logger.exception("internal error while answering %s", attempt.attempt_id)
             return self._reject(attempt, "internal_error", f"{type(exc).__name__}: {exc}")
 
-    def _dispatch(self, attempt: _Attempt) -> OutgoingResponse:
+    def _dispatch(self, attempt: _Attempt) -> Answer:
         request = attempt.request
         route = match_route(request.method, request.path)
-        if route.kind is RouteKind.MODEL_LIST:
-            return self._auxiliary(attempt, 200, {"object": "list", "data": [self._model_object()]})
-        if route.kind is RouteKind.MODEL_GET:
-            if route.model_id == self.scenario.model:
-                return self._auxiliary(attempt, 200, self._model_object())
-            message = f"The model {route.model_id!r} does not exist"
-            error = {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}}
-            return self._auxiliary(attempt, 404, error)
         if route.kind is RouteKind.MODEL and route.protocol in CODECS:
             return self._model_call(attempt, CODECS[route.protocol])
+        if route.kind in (RouteKind.MODEL_LIST, RouteKind.MODEL_GET):
+            return self._models(attempt, route)
+        if route.kind is RouteKind.COUNT_TOKENS:
+            # An estimate is all a harness can use it for; the count is not part of any join.
+            return self._auxiliary(attempt, 200, {"input_tokens": max(1, len(request.body) // 4)})
+        if route.kind is RouteKind.PROBE:
+            message = f"{request.method} {request.path} is not served by this provider"
+            return self._auxiliary(attempt, 404, {"error": {"message": message, "type": "not_found", "code": None}})
         detail = f"no provider route for {request.method} {request.path}"
         return self._reject(attempt, "unknown_route", detail)
 
-    def _model_object(self) -> dict[str, Any]:
-        return {"id": self.scenario.model, "object": "model", "created": 0, "owned_by": "probe"}
+    def _models(self, attempt: _Attempt, route: Route) -> OutgoingResponse:
+        # Anthropic clients send `anthropic-version` on every request and expect their own model shape.
+        anthropic = any(name.lower() == b"anthropic-version" for name, _ in attempt.request.headers)
+        model = self.scenario.model
+        if anthropic:
+            entry: dict[str, Any] = {
+                "type": "model",
+                "id": model,
+                "display_name": model,
+                "created_at": MODEL_CREATED_AT,
+            }
+            listing: dict[str, Any] = {"data": [entry], "has_more": False, "first_id": model, "last_id": model}
+        else:
+            entry = {"id": model, "object": "model", "created": 0, "owned_by": "probe"}
+            listing = {"object": "list", "data": [entry]}
+        if route.kind is RouteKind.MODEL_LIST:
+            return self._auxiliary(attempt, 200, listing)
+        if route.model_id == model:
+            return self._auxiliary(attempt, 200, entry)
+        message = f"The model {route.model_id!r} does not exist"
+        if anthropic:
+            error = CODECS["messages"].error_body(404, message, "not_found_error", "model_not_found")
+        else:
+            error = {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}}
+        return self._auxiliary(attempt, 404, error)
 
-    def _model_call(self, attempt: _Attempt, codec: Codec) -> OutgoingResponse:
+    def _model_call(self, attempt: _Attempt, codec: Codec) -> Answer:
         attempt.protocol = codec.protocol
         body = attempt.parsed
         if not isinstance(body, dict):
@@ -223,22 +270,46 @@ class Interpreter:
 
         # Evidence first: what the history shows is recorded even when the request is then refused.
         self._observe_history(attempt, model_request)
+        if not model_request.has_tools and self._tools_seen:
+            return self._auxiliary_reply(attempt, codec, model_request)
         violation = self._guard(model_request)
         if violation is not None:
             return self._reject(attempt, *violation)
+        model_attempt_before = self._model_attempts
 
+        answer = self._scripted(attempt, codec, model_request)
+        if self._model_attempts > model_attempt_before and model_request.has_tools:
+            self._tools_seen = True
+        return answer
+
+    def _scripted(self, attempt: _Attempt, codec: Codec, model_request: ModelRequest) -> Answer:
+        """The script's answer to a model request that passed the guards: a fault or the due step."""
         model_attempt = self._model_attempts
         fault = self.scenario.fault_for(model_attempt)
-        if fault is not None:
-            return self._fault(attempt, codec, fault, model_attempt)
+        if fault is not None and fault.kind != CUT:
+            self._model_attempts += 1
+            if fault.kind == WITHHOLD:
+                return self._withhold(attempt, fault, model_attempt)
+            if fault.kind == RESET:
+                self._record_attempt(
+                    attempt,
+                    kind="model",
+                    status=None,
+                    response=None,
+                    model_attempt=model_attempt,
+                    fault=fault.kind,
+                    ended=wire.RESET,
+                )
+                return ResetResponse()
+            return self._http_error(attempt, codec, fault, model_attempt)
         if self._step >= len(self.scenario.steps):
             detail = f"all {len(self.scenario.steps)} scripted replies were already sent"
             return self._reject(attempt, "script_exhausted", detail)
-        return self._play(attempt, codec, model_request, self.scenario.steps[self._step], model_attempt)
+        return self._play(attempt, codec, model_request, model_attempt, fault)
 
     def _observe_history(self, attempt: _Attempt, model_request: ModelRequest) -> None:
         results = model_request.latest_results()
-        for call_id, state in self._calls.items():
+        for call_id, state in self._sent.items():
             output = results.get(call_id)
             if output is None:
                 continue
@@ -282,25 +353,82 @@ class Interpreter:
             return ("tool_not_executed", "the scripted command did not run: " + "; ".join(reasons))
         return None
 
-    def _fault(self, attempt: _Attempt, codec: Codec, fault: Fault, model_attempt: int) -> OutgoingResponse:
+    # -- faults ----------------------------------------------------------------------------------
+
+    def _http_error(self, attempt: _Attempt, codec: Codec, fault: Fault, model_attempt: int) -> Answer:
+        assert fault.status is not None
         body = codec.error_body(fault.status, fault.message, fault.error_type, str(fault.status))
         headers = dict(JSON_HEADERS)
         if fault.retry_after is not None:
             headers["retry-after"] = format_seconds(fault.retry_after)
-        self._record_attempt(
-            attempt,
-            kind="model",
-            status=fault.status,
-            response=body,
-            model_attempt=model_attempt,
-            fault=fault.kind,
+        if fault.delay_seconds <= 0:
+            self._record_attempt(
+                attempt,
+                kind="model",
+                status=fault.status,
+                response=body,
+                model_attempt=model_attempt,
+                fault=fault.kind,
+            )
+            return OutgoingResponse(fault.status, headers, _json_bytes(body))
+
+        def finish(outcome: WireOutcome) -> None:
+            self._record_attempt(
+                attempt,
+                kind="model",
+                status=outcome.status,
+                # A client that gave up during the delay got nothing.
+                response=body if outcome.status is not None else None,
+                model_attempt=model_attempt,
+                fault=fault.kind,
+                ended=outcome.ended,
+                outcome=outcome,
+            )
+
+        reply = TimedReply(
+            status=fault.status, headers=headers, pieces=(_json_bytes(body),), delay_seconds=fault.delay_seconds
         )
-        self._model_attempts += 1
-        return OutgoingResponse(fault.status, headers, _json_bytes(body))
+        return TimedResponse(reply, finish)
+
+    def _withhold(self, attempt: _Attempt, fault: Fault, model_attempt: int) -> TimedResponse:
+        stream = attempt.stream
+
+        def finish(outcome: WireOutcome) -> None:
+            self._record_attempt(
+                attempt,
+                kind="model",
+                status=outcome.status,
+                response=None,
+                model_attempt=model_attempt,
+                sse_events=[] if stream else None,
+                fault=fault.kind,
+                ended=outcome.ended,
+                outcome=outcome,
+            )
+
+        if stream:
+            # A stream that has started and then goes quiet: what idle-timeout logic has to catch.
+            reply = TimedReply(
+                status=200,
+                headers=SSE_HEADERS,
+                chunked=True,
+                preamble=WITHHOLD_PREAMBLE,
+                ending=wire.WITHHELD,
+                hold_seconds=fault.max_seconds,
+            )
+        else:
+            reply = TimedReply(
+                status=200, headers=JSON_HEADERS, send_head=False, ending=wire.WITHHELD, hold_seconds=fault.max_seconds
+            )
+        return TimedResponse(reply, finish)
+
+    # -- scripted replies ------------------------------------------------------------------------
 
     def _play(
-        self, attempt: _Attempt, codec: Codec, model_request: ModelRequest, step: Step, model_attempt: int
-    ) -> OutgoingResponse:
+        self, attempt: _Attempt, codec: Codec, model_request: ModelRequest, model_attempt: int, cut: Fault | None
+    ) -> Answer:
+        step_index = self._step
+        step = self.scenario.steps[step_index]
         calls: tuple[IssuedToolCall, ...] = ()
         text: str | None = None
         if isinstance(step, FinalAnswerStep):
@@ -315,23 +443,21 @@ class Interpreter:
         usage = usage_for_attempt(model_attempt) if self.scenario.usage else None
         reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=calls, text=text, usage=usage)
         rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
+        self._model_attempts += 1
 
-        # Calls are witnessed before the reply that carries them can leave the proxy.
+        # Calls are witnessed before the reply that carries them can leave the proxy, a cut one included:
+        # a harness may still run a call it got in part, and its marker must then be explainable.
         for call in calls:
-            self.recorder.write(
-                "tool_call",
-                {
-                    "attempt_id": attempt.attempt_id,
-                    "tool_call_id": call.call_id,
-                    "name": call.name,
-                    "arguments": dict(call.arguments),
-                    "command": call.command,
-                    "marker_path": call.marker_path,
-                    "token": call.token,
-                    "exit_code": call.exit_code,
-                    "expected_output": call.expected_output,
-                },
-            )
+            self._write_tool_call(attempt, call)
+            self._sent[call.call_id] = _CallState(call=call, attempt_id=attempt.attempt_id)
+        reply_facts: dict[str, Any] = {
+            "reply_kind": "final_answer" if text is not None else "tool_calls",
+            "answer": text,
+            "tool_call_ids": [call.call_id for call in calls],
+        }
+        if cut is not None:
+            return self._cut(attempt, rendered, cut, model_attempt, step_index, reply_facts)
+
         self._record_attempt(
             attempt,
             kind="model",
@@ -342,19 +468,85 @@ class Interpreter:
             response_id=rendered.response_id,
             finish_reason=rendered.finish_reason,
             usage=rendered.usage.to_witness() if rendered.usage is not None else None,
-            step=self._step,
+            step=step_index,
+            **reply_facts,
         )
         # State moves only once the reply is durably witnessed.
         for call in calls:
-            self._calls[call.call_id] = _CallState(call=call, attempt_id=attempt.attempt_id)
+            self._calls[call.call_id] = self._sent[call.call_id]
         self._step += 1
-        self._model_attempts += 1
         if text is not None:
             self._final_sent = True
-        headers = {"content-type": rendered.content_type}
-        if rendered.sse_events is not None:
-            headers["cache-control"] = "no-cache"
+        headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
         return OutgoingResponse(200, headers, rendered.body)
+
+    def _cut(
+        self,
+        attempt: _Attempt,
+        rendered: RenderedReply,
+        fault: Fault,
+        model_attempt: int,
+        step_index: int,
+        reply_facts: Mapping[str, Any],
+    ) -> TimedResponse:
+        """The due step's reply, closed mid-way: it consumes no step and issues none of its calls."""
+        events = rendered.sse_events
+        if rendered.frames is not None and events is not None:
+            pieces = rendered.frames
+            count = len(pieces) // 2 if fault.after_events is None else fault.after_events
+            reply = TimedReply(
+                status=200,
+                headers=SSE_HEADERS,
+                pieces=pieces,
+                chunked=True,
+                send_pieces=count,
+                ending=wire.CUT,
+                hold_seconds=fault.pause_seconds,
+            )
+        else:
+            half = len(rendered.body) // 2
+            reply = TimedReply(
+                status=200,
+                headers={"content-type": rendered.content_type},
+                pieces=(rendered.body[:half], rendered.body[half:]),
+                send_pieces=1,
+                ending=wire.CUT,
+                hold_seconds=fault.pause_seconds,
+            )
+
+        def finish(outcome: WireOutcome) -> None:
+            self._record_attempt(
+                attempt,
+                kind="model",
+                status=outcome.status,
+                response=rendered.response,
+                model_attempt=model_attempt,
+                sse_events=list(events[: outcome.pieces_sent]) if events is not None else None,
+                response_id=rendered.response_id,
+                step=step_index,
+                fault=fault.kind,
+                ended=outcome.ended,
+                outcome=outcome,
+                **reply_facts,
+            )
+
+        return TimedResponse(reply, finish)
+
+    def _write_tool_call(self, attempt: _Attempt, call: IssuedToolCall) -> None:
+        fields: dict[str, Any] = {
+            "attempt_id": attempt.attempt_id,
+            "tool_call_id": call.call_id,
+            "name": call.name,
+            "arguments": dict(call.arguments),
+            "command": call.command,
+            "marker_path": call.marker_path,
+            "token": call.token,
+            "exit_code": call.exit_code,
+            "expected_output": call.expected_output,
+        }
+        if call.namespace is not None:
+            fields["namespace"] = call.namespace
+        self.recorder.write("tool_call", fields)
 
     def _new_call(self, codec: Codec, shell: ShellTool, spec: ToolCallSpec) -> IssuedToolCall:
         call_id = codec.new_tool_call_id()
@@ -363,6 +555,7 @@ class Interpreter:
         return IssuedToolCall(
             call_id=call_id,
             name=shell.name,
+            namespace=shell.namespace,
             arguments=build_arguments(shell, command),
             command=command,
             marker_path=marker_path(self.markers_dir, call_id),
@@ -370,6 +563,27 @@ class Interpreter:
             exit_code=spec.exit_code,
             expected_output=expected_output(token),
         )
+
+    # -- side requests and refusals --------------------------------------------------------------
+
+    def _auxiliary_reply(self, attempt: _Attempt, codec: Codec, model_request: ModelRequest) -> OutgoingResponse:
+        """A canned text reply to a tool-less side request; it neither uses nor moves the script."""
+        usage = usage_for_auxiliary(self._auxiliary_replies) if self.scenario.usage else None
+        self._auxiliary_replies += 1
+        reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=(), text=AUXILIARY_TEXT, usage=usage)
+        rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
+        self._record_attempt(
+            attempt,
+            kind="auxiliary",
+            status=200,
+            response=rendered.response,
+            sse_events=list(rendered.sse_events) if rendered.sse_events is not None else None,
+            response_id=rendered.response_id,
+            finish_reason=rendered.finish_reason,
+            usage=rendered.usage.to_witness() if rendered.usage is not None else None,
+        )
+        headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
+        return OutgoingResponse(200, headers, rendered.body)
 
     def _auxiliary(self, attempt: _Attempt, status: int, body: Mapping[str, Any]) -> OutgoingResponse:
         self._record_attempt(attempt, kind="auxiliary", status=status, response=body)
@@ -392,54 +606,62 @@ class Interpreter:
         attempt: _Attempt,
         *,
         kind: str,
-        status: int,
-        response: Mapping[str, Any],
+        status: int | None,
+        response: Mapping[str, Any] | None,
         model_attempt: int | None = None,
         sse_events: list[str] | None = None,
         response_id: str | None = None,
         finish_reason: str | None = None,
-        usage: dict[str, int] | None = None,
+        usage: dict[str, int | None] | None = None,
         step: int | None = None,
         fault: str | None = None,
+        ended: str = wire.COMPLETE,
+        outcome: WireOutcome | None = None,
+        reply_kind: str | None = None,
+        answer: str | None = None,
+        tool_call_ids: list[str] | None = None,
     ) -> None:
         request = attempt.request
         wire_body = request.body if request.raw_body is None else request.raw_body
-        completed_at = self.recorder.now()
-        self.recorder.write(
-            "attempt",
-            {
-                "attempt_id": attempt.attempt_id,
-                "kind": kind,
-                "model_attempt": model_attempt,
-                "started_at": attempt.started_at,
-                "completed_at": completed_at,
-                "method": request.method,
-                "path": request.path,
-                "protocol": attempt.protocol,
-                "stream": attempt.stream,
-                "headers": witness_headers(request.headers),
-                "request": attempt.parsed,
-                "request_sha256": sha256_hex(wire_body) if wire_body else None,
-                "status": status,
-                "response": dict(response),
-                "sse_events": sse_events,
-                "ended": "complete",
-                "response_id": response_id,
-                "finish_reason": finish_reason,
-                "usage": usage,
-                "step": step,
-                "fault": fault,
-            },
-            at=completed_at,
-        )
+        completed_at = outcome.completed_at if outcome is not None else self.recorder.now()
+        fields: dict[str, Any] = {
+            "attempt_id": attempt.attempt_id,
+            "kind": kind,
+            "model_attempt": model_attempt,
+            "started_at": attempt.started_at,
+            "completed_at": completed_at,
+            "method": request.method,
+            "path": request.path,
+            "protocol": attempt.protocol,
+            "stream": attempt.stream,
+            "headers": witness_headers(request.headers),
+            "request": attempt.parsed,
+            "request_sha256": sha256_hex(wire_body) if wire_body else None,
+            "status": status,
+            "response": dict(response) if response is not None else None,
+            "sse_events": sse_events,
+            "ended": ended,
+            "response_id": response_id,
+            "finish_reason": finish_reason,
+            "usage": usage,
+            "step": step,
+            "fault": fault,
+            "reply_kind": reply_kind,
+            "answer": answer,
+            "tool_call_ids": tool_call_ids or [],
+        }
+        if outcome is not None and outcome.client_disconnected_at is not None:
+            fields["client_disconnected_at"] = outcome.client_disconnected_at
+        self.recorder.write("attempt", fields, at=completed_at)
         logger.info(
-            "%s %s %s -> %d (%s%s)",
+            "%s %s %s -> %s (%s%s, %s)",
             attempt.attempt_id,
             request.method,
             request.path,
             status,
             kind,
-            f", step {step}" if step is not None else (f", fault {fault}" if fault else ""),
+            f", step {step}" if step is not None else "",
+            ended if fault is None else f"fault {fault}, {ended}",
         )
 
 

@@ -30,6 +30,9 @@ class ModelRequest:
     stream_usage: bool
     tools: tuple[ToolSpec, ...]
     tool_results: tuple[ToolResult, ...]
+    # Whether the request advertised any tools at all (usable as a shell or not): a request with none
+    # in the middle of a tool-using run is a side request (title, summary), not the agent loop.
+    has_tools: bool = True
 
     def latest_results(self) -> dict[str, str]:
         """Output per call id; a later entry for the same id wins (that is what the model saw last)."""
@@ -42,19 +45,21 @@ class Usage:
 
     prompt: int
     completion: int
-    reasoning: int
+    reasoning: int | None  # None where the protocol has no such count (Messages)
     cached: int
+    carries_total: bool = True  # False where the protocol sends no total (Messages)
 
     @property
     def total(self) -> int:
         return self.prompt + self.completion
 
-    def to_witness(self) -> dict[str, int]:
+    def to_witness(self) -> dict[str, int | None]:
+        # The witness records what the wire carried: a count the protocol does not send is null, not made up.
         return {
             "prompt": self.prompt,
             "completion": self.completion,
             "reasoning": self.reasoning,
-            "total": self.total,
+            "total": self.total if self.carries_total else None,
             "cached": self.cached,
         }
 
@@ -62,6 +67,11 @@ class Usage:
 def usage_for_attempt(model_attempt: int) -> Usage:
     """Scripted usage: distinct per model attempt so any self-reported count joins to one attempt."""
     return Usage(prompt=100 + 10 * model_attempt, completion=7 + model_attempt, reasoning=2, cached=3)
+
+
+def usage_for_auxiliary(index: int) -> Usage:
+    """Usage of canned side replies: a range of its own, so it never joins to a scripted model attempt."""
+    return Usage(prompt=50 + index, completion=3, reasoning=0, cached=0)
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,8 @@ class IssuedToolCall:
     token: str
     exit_code: int
     expected_output: str
+    # Namespace the tool was advertised under (Responses `namespace` tools), echoed on the call.
+    namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,9 @@ class RenderedReply:
     # The logical JSON reply; for a stream, the complete object the events encode.
     response: Mapping[str, Any]
     sse_events: tuple[str, ...] | None
+    # For a stream, the encoded bytes of each event in `sse_events` (body == b"".join(frames)), so a
+    # timed reply can send, pace or cut the stream event by event.
+    frames: tuple[bytes, ...] | None
     response_id: str
     finish_reason: str | None
     # Usage as carried on the wire (None when the reply carried none).

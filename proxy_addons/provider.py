@@ -1,4 +1,4 @@
-"""The mitmproxy addon: declares the `probe_*` options and adapts mitmproxy hooks to the interpreter."""
+"""The mitmproxy addon: declares the `probe_*` options and adapts mitmproxy hooks to the interpreter and responder."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 
 from proxy_addons import __version__
-from proxy_addons.interpreter import IncomingRequest, Interpreter
+from proxy_addons.interpreter import IncomingRequest, Interpreter, OutgoingResponse
+from proxy_addons.responder import ABORT_HEADER, LOOPBACK, PLAN_HEADER, StreamingResponder
 from proxy_addons.scenario import ScenarioError, load_scenario
-from proxy_addons.witness import WitnessRecorder, WitnessWriteError
+from proxy_addons.wire import RESET, ResetResponse, TimedResponse, WireOutcome
+from proxy_addons.witness import WitnessRecorder, WitnessWriteError, utc_timestamp
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +24,8 @@ OPTIONS = frozenset({OPTION_SCENARIO, OPTION_WITNESS, OPTION_MARKERS})
 DEFAULT_MARKERS = "/probe/markers"
 # sysexits EX_IOERR: the orchestrator can tell "witness lost" from an ordinary proxy failure.
 WITNESS_FAILURE_EXIT = 74
+# flow.metadata key holding the responder token of a flow routed to the streaming responder.
+PLAN_METADATA = "probe_plan"
 
 
 def _options_error(message: str) -> Exception:
@@ -34,8 +38,15 @@ class ScriptedProvider:
 
     def __init__(self) -> None:
         self.interpreter: Interpreter | None = None
+        self.responder = StreamingResponder(clock=utc_timestamp)
         self._active: tuple[str, str, str] | None = None
         self._fatal: str | None = None
+        self._stopping = False
+
+    async def running(self) -> None:
+        # The responder needs the event loop, which exists once mitmproxy runs.
+        if not self.responder.running:
+            await self.responder.start()
 
     def load(self, loader: Any) -> None:
         loader.add_option(OPTION_SCENARIO, str, "", "Scenario JSON file the scripted provider plays.")
@@ -96,7 +107,7 @@ class ScriptedProvider:
                 body=flow.request.get_content(strict=False) or b"",
                 raw_body=flow.request.raw_content,
             )
-            outgoing = interpreter.handle(incoming)
+            answer = interpreter.handle(incoming)
         except WitnessWriteError as exc:
             self._die(f"witness write failed: {exc}")
             self._refuse(flow)
@@ -108,9 +119,72 @@ class ScriptedProvider:
             self._die(f"unrecordable internal error: {type(exc).__name__}: {exc}")
             self._refuse(flow)
             return
-        flow.response = http.Response.make(outgoing.status, outgoing.body, dict(outgoing.headers))
+        if isinstance(answer, OutgoingResponse):
+            flow.response = http.Response.make(answer.status, answer.body, dict(answer.headers))
+        elif isinstance(answer, ResetResponse):
+            self._refuse(flow)
+        else:
+            self._route_to_responder(flow, answer)
+
+    def _route_to_responder(self, flow: http.HTTPFlow, answer: TimedResponse) -> None:
+        """Send the flow to the streaming responder, which plays the timed reply with real waits."""
+        port = self.responder.port
+        if not self.responder.running or port is None:
+            # Only without a running event loop (never under mitmdump): nothing can be timed, so nothing
+            # is sent, and the witness says so.
+            logger.error("streaming responder not running; closing the connection instead")
+            self._finish_safely(
+                answer, WireOutcome(ended=RESET, status=None, pieces_sent=0, completed_at=utc_timestamp())
+            )
+            self._refuse(flow)
+            return
+
+        token = self.responder.register(answer, on_error=self._finish_failed)
+        flow.metadata[PLAN_METADATA] = token
+        request = flow.request
+        # The responder needs only the token; an empty body keeps its request parsing trivial.
+        for name in ("content-encoding", "transfer-encoding"):
+            if name in request.headers:
+                del request.headers[name]
+        request.raw_content = b""
+        request.headers["content-length"] = "0"
+        request.headers[PLAN_HEADER] = token
+        request.scheme = "http"
+        request.host = LOOPBACK
+        request.port = port
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if PLAN_METADATA not in flow.metadata or flow.response is None:
+            return
+        if ABORT_HEADER in flow.response.headers:
+            # The responder gives up on a reply it never started: close the client connection, no reply.
+            self._refuse(flow)
+            return
+        # Without streaming, mitmproxy would buffer the whole timed reply and defeat its timing.
+        flow.response.stream = True
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        token = flow.metadata.get(PLAN_METADATA)
+        if isinstance(token, str):
+            message = flow.error.msg if flow.error is not None else ""
+            self.responder.fail(token, client_left=message.lower().startswith("client disconnected"))
+
+    def _finish_safely(self, answer: TimedResponse, outcome: WireOutcome) -> None:
+        try:
+            answer.finish(outcome)
+        except Exception as exc:
+            self._finish_failed(exc)
+
+    def _finish_failed(self, exc: BaseException) -> None:
+        if not isinstance(exc, WitnessWriteError):
+            logger.error("recording a timed reply failed", exc_info=exc)
+        # During `done` mitmproxy is already stopping; asking it again is pointless.
+        self._die(f"recording a timed reply failed: {exc}", shutdown=not self._stopping)
 
     def done(self) -> None:
+        # Replies still in play (a withheld one, say) are witnessed as far as they got, before `end`.
+        self._stopping = True
+        self.responder.close()
         interpreter = self.interpreter
         if interpreter is not None and self._fatal is None:
             try:

@@ -18,8 +18,24 @@ DEFAULT_USAGE = True
 DEFAULT_EXIT_CODE = 0
 DEFAULT_ERROR_TYPE = "probe_error"
 DEFAULT_ERROR_MESSAGE = "scripted model failure"
+# A withheld reply is held at most this long; then the proxy closes the connection itself, so a harness
+# without any deadline cannot keep an episode open for ever.
+DEFAULT_WITHHOLD_MAX_SECONDS = 600.0
+# How long a cut stream stays open after its last event, so the client surely reads those events first.
+DEFAULT_CUT_PAUSE_SECONDS = 0.5
 
-FAULT_KINDS = frozenset({"http_error"})
+HTTP_ERROR = "http_error"
+WITHHOLD = "withhold"
+CUT = "cut"
+RESET = "reset"
+FAULT_KINDS = frozenset({HTTP_ERROR, WITHHOLD, CUT, RESET})
+# Fields each kind may carry besides `attempt`, `kind` and `repeat`.
+FAULT_FIELDS: dict[str, frozenset[str]] = {
+    HTTP_ERROR: frozenset({"status", "error_type", "message", "retry_after", "delay_seconds"}),
+    WITHHOLD: frozenset({"max_seconds"}),
+    CUT: frozenset({"after_events", "pause_seconds"}),
+    RESET: frozenset(),
+}
 
 
 class ScenarioError(ValueError):
@@ -52,15 +68,25 @@ Step = ToolCallsStep | FinalAnswerStep
 
 @dataclass(frozen=True)
 class Fault:
-    """A scripted failure answering one model attempt (or, with `repeat`, that attempt and all later ones)."""
+    """A scripted failure answering one model attempt (or, with `repeat`, that attempt and all later ones).
+
+    `http_error`: a JSON error body with `status`, after `delay_seconds` of real silence. `withhold`: no
+    reply (a stream gets its headers and a comment line) until the client gives up, at most
+    `max_seconds`. `cut`: the due step's reply, with the connection closed after `after_events` events
+    (None: about half; a JSON reply: half the body). `reset`: the connection closed with no reply.
+    """
 
     attempt: int
     kind: str
-    status: int
+    status: int | None = None
     repeat: bool = False
     error_type: str = DEFAULT_ERROR_TYPE
     message: str = DEFAULT_ERROR_MESSAGE
     retry_after: float | None = None
+    delay_seconds: float = 0.0
+    max_seconds: float = DEFAULT_WITHHOLD_MAX_SECONDS
+    after_events: int | None = None
+    pause_seconds: float = DEFAULT_CUT_PAUSE_SECONDS
 
 
 @dataclass(frozen=True)
@@ -160,46 +186,68 @@ def _parse_steps(value: object) -> tuple[Step, ...]:
     return tuple(steps)
 
 
+def _seconds(entry: Mapping[str, Any], key: str, where: str, default: float | None) -> float | None:
+    value = entry.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ScenarioError(f"{where}.{key} must be a number >= 0")
+    return float(value)
+
+
+def _parse_fault(index: int, entry: Mapping[str, Any]) -> Fault:
+    where = f"faults[{index}]"
+    attempt = entry.get("attempt")
+    if not _is_int(attempt) or attempt < 0:
+        raise ScenarioError(f"{where}.attempt must be an integer >= 0")
+    kind = entry.get("kind")
+    if kind not in FAULT_KINDS:
+        raise ScenarioError(f"{where}.kind must be one of {sorted(FAULT_KINDS)}")
+    foreign = set(entry) - {"attempt", "kind", "repeat"} - FAULT_FIELDS[kind]
+    if foreign:
+        raise ScenarioError(f"{where}: a {kind} fault does not take {sorted(foreign)}")
+    repeat = entry.get("repeat", False)
+    if not isinstance(repeat, bool):
+        raise ScenarioError(f"{where}.repeat must be a boolean")
+    if kind == HTTP_ERROR:
+        status = entry.get("status")
+        if not _is_int(status) or not 400 <= status <= 599:
+            raise ScenarioError(f"{where}.status must be an HTTP status 400..599")
+        error_type = entry.get("error_type", DEFAULT_ERROR_TYPE)
+        message = entry.get("message", DEFAULT_ERROR_MESSAGE)
+        if not isinstance(error_type, str) or not isinstance(message, str):
+            raise ScenarioError(f"{where}.error_type and .message must be strings")
+        return Fault(
+            attempt=attempt,
+            kind=kind,
+            status=status,
+            repeat=repeat,
+            error_type=error_type,
+            message=message,
+            retry_after=_seconds(entry, "retry_after", where, None),
+            delay_seconds=_seconds(entry, "delay_seconds", where, 0.0) or 0.0,
+        )
+    if kind == WITHHOLD:
+        max_seconds = _seconds(entry, "max_seconds", where, DEFAULT_WITHHOLD_MAX_SECONDS)
+        return Fault(attempt=attempt, kind=kind, repeat=repeat, max_seconds=max_seconds or 0.0)
+    if kind == CUT:
+        after_events = entry.get("after_events")
+        if after_events is not None and (not _is_int(after_events) or after_events < 0):
+            raise ScenarioError(f"{where}.after_events must be an integer >= 0 or null")
+        pause = _seconds(entry, "pause_seconds", where, DEFAULT_CUT_PAUSE_SECONDS)
+        return Fault(attempt=attempt, kind=kind, repeat=repeat, after_events=after_events, pause_seconds=pause or 0.0)
+    return Fault(attempt=attempt, kind=kind, repeat=repeat)
+
+
 def _parse_faults(value: object) -> tuple[Fault, ...]:
     if not isinstance(value, list):
         raise ScenarioError("scenario `faults` must be a list")
     faults: list[Fault] = []
     seen: set[int] = set()
     for index, raw in enumerate(value):
-        entry = _mapping(raw, f"faults[{index}]")
-        attempt = entry.get("attempt")
-        if not _is_int(attempt) or attempt < 0:
-            raise ScenarioError(f"faults[{index}].attempt must be an integer >= 0")
-        if attempt in seen:
-            raise ScenarioError(f"faults[{index}]: attempt {attempt} already has a fault")
-        seen.add(attempt)
-        kind = entry.get("kind")
-        if kind not in FAULT_KINDS:
-            raise ScenarioError(f"faults[{index}].kind must be one of {sorted(FAULT_KINDS)}")
-        status = entry.get("status")
-        if not _is_int(status) or not 400 <= status <= 599:
-            raise ScenarioError(f"faults[{index}].status must be an HTTP status 400..599")
-        repeat = entry.get("repeat", False)
-        error_type = entry.get("error_type", DEFAULT_ERROR_TYPE)
-        message = entry.get("message", DEFAULT_ERROR_MESSAGE)
-        retry_after = entry.get("retry_after")
-        if not isinstance(repeat, bool):
-            raise ScenarioError(f"faults[{index}].repeat must be a boolean")
-        if not isinstance(error_type, str) or not isinstance(message, str):
-            raise ScenarioError(f"faults[{index}].error_type and .message must be strings")
-        if retry_after is not None and (
-            isinstance(retry_after, bool) or not isinstance(retry_after, int | float) or retry_after < 0
-        ):
-            raise ScenarioError(f"faults[{index}].retry_after must be a number >= 0 or null")
-        faults.append(
-            Fault(
-                attempt=attempt,
-                kind=kind,
-                status=status,
-                repeat=repeat,
-                error_type=error_type,
-                message=message,
-                retry_after=None if retry_after is None else float(retry_after),
-            )
-        )
+        fault = _parse_fault(index, _mapping(raw, f"faults[{index}]"))
+        if fault.attempt in seen:
+            raise ScenarioError(f"faults[{index}]: attempt {fault.attempt} already has a fault")
+        seen.add(fault.attempt)
+        faults.append(fault)
     return tuple(faults)

@@ -19,6 +19,11 @@ DESCRIPTION_TEXT = "Run the probe's shell check"
 _DESCRIPTION_LIKE = frozenset({"description", "title", "reason", "justification", "explanation", "summary", "purpose"})
 _DIRECTORY_LIKE = frozenset({"workdir", "cwd", "working_directory", "directory", "dir", "path"})
 _SHELL_LIKE = frozenset({"shell"})
+# Timeouts come in seconds (Hermes, pi) or milliseconds (OpenCode, Claude Code, Codex `*_ms`). A required
+# one is filled with a minute in its unit; when the unit cannot be told, the millisecond value is used,
+# because read as seconds it is merely long, while a seconds value read as milliseconds kills the command.
+TIMEOUT_SECONDS = 60
+TIMEOUT_MILLISECONDS = 60_000
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,8 @@ class ToolSpec:
 
     name: str
     parameters: Mapping[str, Any]
+    # Set for a tool nested in a Responses `namespace` tool: calls must name the namespace again.
+    namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class ShellTool:
     argv: bool
     # Other required properties and the values we fill them with.
     extra: Mapping[str, Any] = field(default_factory=dict)
+    namespace: str | None = None
 
 
 def bare_name(name: str) -> str:
@@ -83,7 +91,7 @@ def shell_tool_from_spec(tool: ToolSpec) -> ShellTool | None:
         if value is _IMPOSSIBLE:
             return None
         extra[key] = value
-    return ShellTool(name=tool.name, command_key=command_key, argv=argv, extra=extra)
+    return ShellTool(name=tool.name, command_key=command_key, argv=argv, extra=extra, namespace=tool.namespace)
 
 
 def build_arguments(shell: ShellTool, command: str) -> dict[str, Any]:
@@ -166,4 +174,26 @@ def _fill_required(key: str, schema: object) -> object:
     if "boolean" in types:
         # Flags such as `run_in_background` are safest off: the probe needs the command to finish.
         return False
+    if types & {"integer", "number"} and ("timeout" in lowered or lowered.startswith("yield_time")):
+        return _timeout_value(lowered, schema)
     return _IMPOSSIBLE
+
+
+def _timeout_value(key: str, schema: object) -> object:
+    """A one-minute timeout in the property's unit, kept inside the schema's bounds."""
+    described = schema.get("description", "") if isinstance(schema, Mapping) else ""
+    text = f"{key} {described if isinstance(described, str) else ''}".lower()
+    if key.endswith("_ms") or "millisecond" in text:
+        value: float = TIMEOUT_MILLISECONDS
+    elif key.endswith(("_s", "_sec", "_secs", "_seconds")) or "second" in text:
+        value = TIMEOUT_SECONDS
+    else:
+        value = TIMEOUT_MILLISECONDS
+    if isinstance(schema, Mapping):
+        maximum = schema.get("maximum")
+        minimum = schema.get("minimum")
+        if isinstance(maximum, int | float) and not isinstance(maximum, bool):
+            value = min(value, maximum)
+        if isinstance(minimum, int | float) and not isinstance(minimum, bool):
+            value = max(value, minimum)
+    return int(value) if float(value).is_integer() else value

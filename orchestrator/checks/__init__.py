@@ -1,11 +1,25 @@
-"""The evidence profile: every check registered in dependency order, and the runner."""
+"""The evidence profile probe-p0/v1: every check registered in dependency order, and the runner."""
 
 from __future__ import annotations
 
-# Import order is registration order, which run_checks relies on for depends_on.
-from orchestrator.checks import exercise, outcome, tools  # noqa: F401
-from orchestrator.checks.evidence import Evidence, Witness, read_witness
+import importlib
+
+from orchestrator.checks.evidence import Evidence, Witness, read_witness, scope_of
 from orchestrator.checks.model import REGISTRY, Check, CheckResult, Kind, Status, gate, run_checks
+
+# Registration order is dependency order (a check may depend only on checks registered before it), and it
+# is the order of the report's rows: schema, then semantic, then behavioral.
+_PROFILE_MODULES = (
+    "rollout_schema",
+    "rollout_semantic",
+    "exercise",
+    "attempts",
+    "tools",
+    "outcome",
+    "egress",
+)
+for _module in _PROFILE_MODULES:
+    importlib.import_module(f"orchestrator.checks.{_module}")
 
 PROFILE = "probe-p0/v1"
 
@@ -21,4 +35,5 @@ __all__ = [
     "gate",
     "read_witness",
     "run_checks",
+    "scope_of",
 ]

@@ -10,7 +10,19 @@ from typing import Any
 
 from orchestrator.evidence import Fault, FormatError, faults
 
-__all__ = ["Evidence", "Witness", "read_witness"]
+__all__ = ["Evidence", "Witness", "read_witness", "scope_of"]
+
+
+def _arrival(attempt_id: str) -> tuple[int, str]:
+    number = attempt_id.rpartition("-")[2]
+    return (int(number), attempt_id) if number.isdigit() else (1 << 62, attempt_id)
+
+
+def scope_of(scenario: dict[str, Any]) -> dict[str, bool]:
+    """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error."""
+    scope = dict(scenario["scope"])
+    scope["terminal_error"] = scenario.get("expected", {}).get("outcome") == "error"
+    return scope
 
 
 @dataclass
@@ -21,10 +33,14 @@ class Witness:
         return (e for e in self.events if e["event"] == kind)
 
     def attempts(self, kind: str | None = "model") -> list[dict[str, Any]]:
-        return [e for e in self.of("attempt") if kind is None or e["kind"] == kind]
+        """Attempts in arrival order (an attempt is written when it ends, so a withheld one can come late)."""
+        found = [e for e in self.of("attempt") if kind is None or e["kind"] == kind]
+        return sorted(found, key=lambda e: _arrival(e["attempt_id"]))
 
     def tool_calls(self) -> list[dict[str, Any]]:
-        return list(self.of("tool_call"))
+        """Tool calls the harness really received: those of replies that were delivered whole."""
+        delivered = {a["attempt_id"] for a in self.of("attempt") if a.get("ended") == "complete"}
+        return [c for c in self.of("tool_call") if c["attempt_id"] in delivered]
 
     def results_seen(self, call_id: str) -> list[dict[str, Any]]:
         return [e for e in self.of("tool_result_seen") if e["tool_call_id"] == call_id]
@@ -33,11 +49,16 @@ class Witness:
         return [e for e in self.of("marker") if e["tool_call_id"] == call_id]
 
     def final_reply(self) -> dict[str, Any] | None:
-        """The last scripted reply that carried a final answer (content, no tool calls)."""
+        """The scripted reply that carried the final answer and reached the harness whole."""
         for a in reversed(self.attempts()):
-            if a["status"] == 200 and a["finish_reason"] in ("stop", "end_turn", "completed"):
+            if a.get("reply_kind") == "final_answer" and a.get("ended") == "complete":
                 return a
         return None
+
+    @staticmethod
+    def answer_of(reply: dict[str, Any]) -> str | None:
+        answer = reply.get("answer")
+        return answer if isinstance(answer, str) else None
 
 
 def read_witness(path: Path) -> Witness:

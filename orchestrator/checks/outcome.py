@@ -1,22 +1,12 @@
-"""Checks on the terminal outcome the harness reported against the reply it really got."""
+"""Behavioral checks on the terminal outcome the harness reported against what it really got."""
 
 from __future__ import annotations
 
+from orchestrator.checks.attempts import witness_key
 from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.model import Kind, check
 
 __all__: list[str] = []
-
-
-def _answer_text(reply: dict[str, object]) -> str | None:
-    resp = reply.get("response")
-    if isinstance(resp, dict):
-        choices = resp.get("choices")
-        if isinstance(choices, list) and choices:
-            msg = choices[0].get("message") or {}
-            content = msg.get("content")
-            return content if isinstance(content, str) else None
-    return None
 
 
 @check(
@@ -25,17 +15,39 @@ def _answer_text(reply: dict[str, object]) -> str | None:
     evidence=("E6",),
     location="$.outcome.final_answer",
     needs=("rollout", "witness"),
-    depends_on=("witness.final_answer_sent",),
+    depends_on=("outcome.fields", "witness.final_answer_sent"),
     scope=("final_answer",),
 )
 def final_answer(ev: Evidence) -> list[str]:
-    """The rollout's final answer is exactly the final answer the provider sent."""
+    """The rollout's final answer is exactly the final answer the provider sent, and the run is marked completed."""
     reply = ev.w.final_reply()
     assert reply is not None
-    sent = _answer_text(reply)
-    got = ev.r["outcome"]["final_answer"]
-    if got != sent:
-        return [f"rollout says {got!r}, the provider sent {sent!r}"]
-    if ev.r["outcome"]["status"] != "completed":
-        return [f"outcome.status is {ev.r['outcome']['status']!r} although a final answer was received"]
+    sent = ev.w.answer_of(reply)
+    out = ev.r["outcome"]
+    if out["final_answer"] != sent:
+        return [f"rollout says {out['final_answer']!r}, the provider sent {sent!r}"]
+    if out["status"] != "completed":
+        return [f"outcome.status is {out['status']!r} although the final answer was received"]
     return []
+
+
+@check(
+    "outcome.terminal_error",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E6", "E7"),
+    location="$.outcome.status",
+    needs=("rollout", "witness"),
+    depends_on=("outcome.fields",),
+    scope=("terminal_error",),
+)
+def terminal_error(ev: Evidence) -> list[str]:
+    """When every attempt failed, the rollout still exists and records the terminal error as the outcome."""
+    reasons = []
+    if any(witness_key(a)[0] == "ok" for a in ev.w.attempts("model")):
+        reasons.append("the witness shows a successful reply in a scenario where every attempt should fail")
+    out = ev.r["outcome"]
+    if out["status"] != "error":
+        reasons.append(f"outcome.status is {out['status']!r}; every model attempt failed")
+    if out.get("final_answer"):
+        reasons.append(f"outcome.final_answer {out['final_answer']!r} although no reply was ever received")
+    return reasons

@@ -1,13 +1,24 @@
-"""Checks that join the rollout's tool records to the tool calls the witness saw issued."""
+"""Behavioral checks that join the rollout's tool records to the tool calls the witness saw issued and answered."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from typing import Any
 
 from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.model import Kind, check
 
 __all__: list[str] = []
+
+
+def _records(ev: Evidence) -> dict[str, dict[str, Any]]:
+    tools = ev.r.get("tool_calls")
+    out: dict[str, dict[str, Any]] = {}
+    for t in tools if isinstance(tools, list) else []:
+        if isinstance(t, dict) and isinstance(t.get("tool_call_id"), str):
+            out.setdefault(t["tool_call_id"], t)
+    return out
 
 
 @check(
@@ -16,16 +27,101 @@ __all__: list[str] = []
     evidence=("E5",),
     location="$.tool_calls[*].tool_call_id",
     needs=("rollout", "witness"),
+    depends_on=("tools.record",),
     scope=("tools",),
 )
 def witness_ids(ev: Evidence) -> list[str]:
     """Each witnessed tool call id appears exactly once in the rollout's tool records, and no others do."""
-    recorded = Counter(t["tool_call_id"] for t in ev.r["tool_calls"])
+    tools = ev.r.get("tool_calls")
+    recorded = (
+        Counter(t.get("tool_call_id") for t in tools if isinstance(t, dict)) if isinstance(tools, list) else Counter()
+    )
     witnessed = Counter(c["tool_call_id"] for c in ev.w.tool_calls())
     reasons = []
     for cid in sorted(witnessed):
         n = recorded.get(cid, 0)
         if n != 1:
             reasons.append(f"{cid}: witnessed once, recorded {n} times")
-    reasons += [f"{cid}: recorded but never issued by the provider" for cid in sorted(set(recorded) - set(witnessed))]
+    reasons += [
+        f"{cid}: recorded but never issued by the provider" for cid in sorted(set(recorded) - set(witnessed), key=str)
+    ]
+    return reasons
+
+
+def _arguments(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+@check(
+    "tools.witness_request",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E5",),
+    location="$.tool_calls[*].arguments",
+    needs=("rollout", "witness"),
+    depends_on=("tools.witness_ids",),
+    scope=("tools",),
+)
+def witness_request(ev: Evidence) -> list[str]:
+    """Each tool record has the name and arguments the provider sent in the call."""
+    records = _records(ev)
+    reasons = []
+    for call in ev.w.tool_calls():
+        t = records[call["tool_call_id"]]
+        if t.get("tool_name") != call["name"]:
+            reasons.append(f"{call['tool_call_id']}: tool_name {t.get('tool_name')!r}, sent {call['name']!r}")
+        if _arguments(t.get("arguments")) != call["arguments"]:
+            reasons.append(f"{call['tool_call_id']}: arguments {t.get('arguments')!r}, sent {call['arguments']!r}")
+    return reasons
+
+
+@check(
+    "tools.witness_status",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E5",),
+    location="$.tool_calls[*].status",
+    needs=("rollout", "witness"),
+    depends_on=("tools.witness_ids",),
+    scope=("tools",),
+)
+def witness_status(ev: Evidence) -> list[str]:
+    """Each tool record's status (and exit code, if recorded) follows the exit code the command was scripted with."""
+    records = _records(ev)
+    reasons = []
+    for call in ev.w.tool_calls():
+        t = records[call["tool_call_id"]]
+        want = "failed" if call["exit_code"] != 0 else "succeeded"
+        if t.get("status") != want:
+            reasons.append(
+                f"{call['tool_call_id']}: status {t.get('status')!r}, the command exited {call['exit_code']}"
+            )
+        if t.get("exit_code") is not None and t.get("exit_code") != call["exit_code"]:
+            reasons.append(
+                f"{call['tool_call_id']}: exit_code {t.get('exit_code')}, the command exited {call['exit_code']}"
+            )
+    return reasons
+
+
+@check(
+    "tools.witness_output",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E5",),
+    location="$.tool_calls[*].output",
+    needs=("rollout", "witness"),
+    depends_on=("tools.witness_ids", "witness.results_seen"),
+    scope=("tools",),
+)
+def witness_output(ev: Evidence) -> list[str]:
+    """Each tool record's output is exactly what the model saw as the call's result."""
+    records = _records(ev)
+    reasons = []
+    for call in ev.w.tool_calls():
+        t = records[call["tool_call_id"]]
+        for seen in {s["output"] for s in ev.w.results_seen(call["tool_call_id"])}:
+            if t.get("output") != seen:
+                reasons.append(f"{call['tool_call_id']}: output {t.get('output')!r}, the model saw {seen!r}")
     return reasons

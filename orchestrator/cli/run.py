@@ -20,7 +20,7 @@ from orchestrator.suite import EXIT_ERROR, OutputExists, RunConfig, SuiteResult,
 _SYMBOL = {"pass": "✓", "fail": "✗", "not_applicable": "—"}
 
 
-def _parse_args(pairs: list[str]) -> dict[str, str]:
+def parse_harness_args(pairs: list[str]) -> dict[str, str]:
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -63,7 +63,7 @@ def run(
     Exit code 0: every episode passes the P0 gate; 1: a check failed; 2: an input or execution error.
     """
     try:
-        harnesses: list[Harness] = [get_harness(h, _parse_args(harness_arg or [])) for h in harness]
+        harnesses: list[Harness] = [get_harness(h, parse_harness_args(harness_arg or [])) for h in harness]
         scenarios: list[Scenario] = [load_scenario(s) for s in scenario] if scenario else list_scenarios()
     except (KeyError, ValueError, FormatError) as exc:
         raise _fail(str(exc).strip("'\"")) from None
@@ -102,30 +102,34 @@ class _Null:
 
 
 def _print_table(res: SuiteResult) -> None:
-    by_harness: dict[str, list[dict[str, Any]]] = {}
-    for r in res.results:
-        by_harness.setdefault(r["harness"], []).append(r)
+    """One row per episode, failures listed below: report.md and report.html have the check x scenario grid."""
     console = Console(file=sys.stdout)
-    for h, results in by_harness.items():
-        table = Table(title=f"{h}  (✓ pass  ✗ fail  — not applicable)")
-        table.add_column("check")
-        for r in results:
-            table.add_column(r["scenario"], justify="center")
-        ids = [c["id"] for c in results[0]["checks"]] if results[0]["checks"] else []
-        for cid in ids:
-            row = [cid]
-            for r in results:
-                status = next((c["status"] for c in r["checks"] if c["id"] == cid), None)
-                row.append(_SYMBOL.get(status or "", "?"))
-            table.add_row(*row)
-        table.add_row("[bold]verdict[/]", *[f"[bold]{r['verdict']}[/]" for r in results])
-        table.add_row("execution", *[f"{r['execution']['status']} {r['execution']['exit_code']}" for r in results])
-        console.print(table)
-        for r in results:
-            for c in r["checks"]:
-                if c["status"] == "fail":
-                    console.print(f"  {r['scenario']}: {c['id']}: {c['reasons'][0] if c['reasons'] else ''}")
-            if r["execution"]["error"]:
-                console.print(f"  {r['scenario']}: execution: {r['execution']['error']}")
-            if r["normalize"]["status"] == "error":
-                console.print(f"  {r['scenario']}: normalize: {r['normalize']['message']}")
+    table = Table(title="harness-probe verdicts (probe-p0/v1)")
+    for col in ("harness", "scenario", "verdict", "execution", "checks ✓ ✗ —"):
+        table.add_column(col)
+    notes: list[str] = []
+    for r in res.results:
+        counts = [sum(1 for c in r["checks"] if c["status"] == s) for s in ("pass", "fail", "not_applicable")]
+        ex = r["execution"]
+        code = "" if ex["exit_code"] is None else f" {ex['exit_code']}"
+        style = {"pass": "green", "fail": "red", "error": "red bold", "skipped": "yellow"}.get(r["verdict"], "")
+        table.add_row(
+            r["harness"],
+            r["scenario"],
+            f"[{style}]{r['verdict']}[/]",
+            f"{ex['status']}{code} {ex['seconds']:.1f}s",
+            " ".join(str(n) for n in counts),
+        )
+        where = f"{r['harness']}/{r['scenario']}"
+        if ex["error"]:
+            notes.append(f"{where}: execution: {ex['error']}")
+        if r["normalize"]["status"] == "error":
+            notes.append(f"{where}: normalize: {r['normalize']['message']}")
+        for c in r["checks"]:
+            if c["status"] == "fail" and not c["reasons"][0].startswith("blocked"):
+                more = f" (+{len(c['reasons']) - 1} more)" if len(c["reasons"]) > 1 else ""
+                notes.append(f"{where}: {c['id']}: {c['reasons'][0]}{more}")
+    console.print(table)
+    for note in notes:
+        console.print(f"  ✗ {note}", highlight=False, markup=False)
+    console.print("the check x scenario table: report.md and report.html in the results directory")

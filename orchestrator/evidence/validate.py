@@ -10,11 +10,12 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from referencing import Registry, Resource
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 SCENARIO_SCHEMA = Path(__file__).resolve().parents[2] / "scenarios" / "scenario.schema.json"
 
-__all__ = ["Fault", "FormatError", "faults", "load_json", "schema_path", "validate"]
+__all__ = ["Fault", "FormatError", "faults", "fragment_faults", "load_json", "schema_path", "validate"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,24 @@ def _validator(fmt: str) -> Draft202012Validator:
     schema = json.loads(schema_path(fmt).read_text())
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
+
+
+@cache
+def _fragment_validator(fmt: str, pointer: str) -> Draft202012Validator:
+    # A validator for one part of a format (e.g. `/$defs/model_call/properties/token_stats`), so a check can
+    # judge its own field while a malformed neighbour fails only the neighbour's check.
+    schema = json.loads(schema_path(fmt).read_text())
+    registry: Registry[Any] = Registry().with_resource(schema["$id"], Resource.from_contents(schema))
+    return Draft202012Validator({"$ref": f"{schema['$id']}#{pointer}"}, registry=registry)
+
+
+def fragment_faults(instance: Any, fmt: str, pointer: str, at: str) -> list[Fault]:
+    """Faults of `instance` against the subschema at `pointer`, with paths prefixed by `at` (its JSONPath)."""
+    found = []
+    for err in _fragment_validator(fmt, pointer).iter_errors(instance):
+        for e in _best(err):
+            found.append(Fault(at + _jsonpath(e)[1:], e.message))
+    return sorted(set(found), key=lambda f: (f.path, f.message))
 
 
 def _jsonpath(err: ValidationError) -> str:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from orchestrator.evidence import FormatError, validate
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext, NormalizeError
 from orchestrator.scenarios import Scenario
 
@@ -14,18 +13,49 @@ __all__ = ["ReferenceHarness"]
 
 _ROLLOUT_DIR = "/home/probe/.probe-reference"
 
+# The agent's run modes (images/reference/probe_reference/modes.py; a unit test keeps the two lists equal).
+# Misreporting modes rewrite only the rollout: on the wire the agent behaves exactly as in honest mode.
+MODES: dict[str, str] = {
+    "honest": "report exactly what happened (default)",
+    "hang": "sleep before the first model call until killed (orchestrator timeout)",
+    "drop_failed_attempt": "omit the first non-2xx model call",
+    "wrong_tokens": "report total tokens + 1 for the first call with a known total",
+    "alter_tool_output": "append ' (edited)' to the first tool output, in the record and the history",
+    "drop_tool_record": "omit the first tool execution record",
+    "lost_ownership": "the first model call is owned by no invocation",
+    "wrong_answer_report": "report a final answer the model never gave",
+    "duplicate_attempt": "report the first failed model call twice",
+}
+PROTOCOLS = ("chat", "responses", "messages")
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+# Per HTTP request: a withheld reply makes the SDK give up and retry well within the episode.
+REQUEST_TIMEOUT_S = 15
+
 
 class ReferenceHarness(Harness):
     name = "reference"
     image = "reference"
-    description = "harness-probe's own small agent (openai SDK, Chat Completions, real shell): the control"
-    protocols = ("chat",)
+    description = (
+        "harness-probe's own small agent (openai SDK: Chat Completions or Responses; anthropic SDK: Messages; "
+        "real shell): the control"
+    )
+    protocols = PROTOCOLS
     native_paths = (_ROLLOUT_DIR,)
     version_command = ("probe-reference", "--version")
     options_help: ClassVar[dict[str, str]] = {
-        "mode": "honest (default) or a deliberate misbehaviour such as hang",
+        "mode": "one of: " + ", ".join(MODES) + " (default honest)",
         "stream": "true to request SSE streams (default false)",
+        "protocol": "one of: " + ", ".join(PROTOCOLS) + " (default chat)",
     }
+
+    def __init__(self, options: dict[str, str] | None = None) -> None:
+        super().__init__(options)
+        self.mode = _choice(self.options, "mode", "honest", tuple(MODES))
+        self.protocol = _choice(self.options, "protocol", "chat", PROTOCOLS)
+        stream = self.options.get("stream", "false")
+        if stream.strip().lower() not in _BOOLEANS:
+            raise ValueError(f"harness 'reference': option stream={stream!r} is not true or false")
+        self.stream = _BOOLEANS[stream.strip().lower()]
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         cmd = [
@@ -39,11 +69,20 @@ class ReferenceHarness(Harness):
             "--rollout",
             f"{_ROLLOUT_DIR}/rollout.json",
             "--mode",
-            self.options.get("mode", "honest"),
+            self.mode,
+            "--protocol",
+            self.protocol,
+            "--timeout",
+            str(REQUEST_TIMEOUT_S),
         ]
-        if self.options.get("stream", "false").lower() in ("1", "true", "yes"):
+        if self.stream:
             cmd.append("--stream")
-        env = {"OPENAI_BASE_URL": ctx.base_url, "OPENAI_API_KEY": ctx.api_key}
+        if self.protocol == "messages":
+            # The anthropic SDK appends /v1/messages to its base URL itself.
+            root = ctx.base_url.rstrip("/").removesuffix("/v1")
+            env = {"ANTHROPIC_BASE_URL": root, "ANTHROPIC_API_KEY": ctx.api_key}
+        else:
+            env = {"OPENAI_BASE_URL": ctx.base_url, "OPENAI_API_KEY": ctx.api_key}
         return Launch(command=cmd, environment=env)
 
     def normalize(self, native_dir: Path) -> dict[str, Any]:
@@ -55,10 +94,14 @@ class ReferenceHarness(Harness):
             data = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise NormalizeError(f"{path.name} is not JSON: {exc}") from None
-        try:
-            validate(data, "probe-rollout/v1", path.name)
-        except FormatError as exc:
-            raise NormalizeError(str(exc)) from None
+        # Not validated here: a rollout that breaks its format is a finding the schema checks report.
         if not isinstance(data, dict):
             raise NormalizeError("rollout is not an object")
         return data
+
+
+def _choice(options: dict[str, str], key: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = options.get(key, default)
+    if value not in allowed:
+        raise ValueError(f"harness 'reference': option {key}={value!r} is not one of: {', '.join(allowed)}")
+    return value

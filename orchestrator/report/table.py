@@ -134,4 +134,6 @@ def execution_text(episode: dict[str, Any]) -> str:
         return f"killed at the {ex['timeout_seconds']:g} s timeout"
     if status == "skipped":
         return f"skipped: {ex['error']}" if ex["error"] else "skipped"
+    if status == "unknown":
+        return "not recorded (audit of saved evidence)"
     return f"error: {ex['error']}" if ex["error"] else "error"

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-import openai
-
-from probe_reference.attempts import ObservingHttpClient
+from probe_reference.dialogs import ConfigError, open_dialog
 from probe_reference.interrupts import Terminated, shielded
 from probe_reference.modes import MODES, Mode
 from probe_reference.progress import say
-from probe_reference.replies import MalformedReply, request_reply
-from probe_reference.rollout import write_atomic
+from probe_reference.replies import Dialog, ModelReply, ReplyFailed
+from probe_reference.rollout import ProtocolName, write_atomic
 from probe_reference.session import Session
 from probe_reference.tools import execute
 
@@ -27,6 +25,11 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
+
+# A streamed reply that breaks off after its status line is retried by the agent (the SDKs retry only
+# failures before it), like the SDK's own retries: up to 2 more attempts of the same step, with backoff.
+STREAM_RETRIES = 2
+STREAM_RETRY_DELAY_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -41,12 +44,14 @@ class Config:
     task_id: str | None = None
     mode: str = "honest"
     timeout_s: float | None = None  # per-request timeout; None keeps the SDK's default
+    protocol: ProtocolName = "chat"
+    stream_retries: int = STREAM_RETRIES
 
 
 def run(config: Config) -> int:
     """Run one task to its end and write the rollout whatever happens; returns the process exit code."""
     mode = MODES[config.mode]
-    session = Session(system_prompt=SYSTEM_PROMPT, task=config.task, task_id=config.task_id)
+    session = Session(system_prompt=SYSTEM_PROMPT, task=config.task, task_id=config.task_id, protocol=config.protocol)
     exit_code = EXIT_FAILED
     try:
         exit_code = _drive(config, mode, session)
@@ -63,7 +68,7 @@ def run(config: Config) -> int:
         session.fail("agent_error", f"{type(exc).__name__}: {exc}")
     finally:
         with shielded():
-            rollout = mode.transform(session.to_rollout(mode.name))
+            rollout = mode.transform(session.to_rollout())
             write_atomic(config.rollout_path, rollout)
         say(f"rollout written to {config.rollout_path} (outcome {rollout['outcome']['status']})")
     return exit_code
@@ -75,41 +80,61 @@ def _interrupted(session: Session, reason: str) -> None:
     say(reason)
 
 
+def _ask(dialog: Dialog, session: Session, config: Config, step_no: int) -> ModelReply:
+    """One step's reply; a broken stream is asked again, the attempts all belonging to this step."""
+    retries = 0
+    while True:
+        try:
+            return dialog.request(stream=config.stream)
+        except ReplyFailed as exc:
+            if not exc.broken_stream or retries >= config.stream_retries:
+                raise
+            session.attempts.settle_unresolved(exc.category, exc.payload)
+            delay = STREAM_RETRY_DELAY_S * 2**retries
+            retries += 1
+            say(f"step {step_no}: the reply stream broke off ({exc.reason}); asking again in {delay:g} s")
+            time.sleep(delay)
+
+
 def _drive(config: Config, mode: Mode, session: Session) -> int:
-    say(f"task {config.task_id or '-'}: mode {mode.name}, model {config.model}, stream {config.stream}")
+    say(
+        f"task {config.task_id or '-'}: mode {mode.name}, protocol {config.protocol}, model {config.model}, "
+        f"stream {config.stream}"
+    )
     if mode.before_first_call is not None:
         mode.before_first_call()
-    http_client = ObservingHttpClient(session.attempts)
     try:
-        client = openai.OpenAI(
-            api_key=config.api_key,
+        dialog = open_dialog(
+            config.protocol,
+            session.attempts,
+            model=config.model,
+            system_prompt=SYSTEM_PROMPT,
+            task=config.task,
             base_url=config.base_url,
-            http_client=http_client,
-            timeout=openai.NOT_GIVEN if config.timeout_s is None else config.timeout_s,
+            api_key=config.api_key,
+            timeout_s=config.timeout_s,
         )
-    except openai.OpenAIError as exc:  # e.g. no API key anywhere
-        http_client.close()
+    except ConfigError as exc:
         session.fail("config_error", str(exc))
         say(f"cannot start: {exc}")
         return EXIT_FAILED
-    with client:
+    try:
         for step_no in range(1, config.max_steps + 1):
             session.begin_step(step_no)
             say(f"step {step_no}: asking the model")
             try:
-                reply = request_reply(client, model=config.model, messages=session.messages, stream=config.stream)
-            except (openai.OpenAIError, httpx.HTTPError, MalformedReply) as exc:
+                reply = _ask(dialog, session, config, step_no)
+            except ReplyFailed as exc:
                 # The SDK has already spent its retries: this failure ends the run.
-                category, detail = _reply_failure(exc)
-                session.attempts.settle_unresolved(category, detail)
-                reason = str(exc) or type(exc).__name__
-                session.fail("model_error", reason)
-                say(f"step {step_no}: model call failed: {reason}")
+                session.attempts.settle_unresolved(exc.category, exc.payload)
+                session.fail("model_error", exc.reason)
+                say(f"step {step_no}: model call failed: {exc.reason}")
                 return EXIT_FAILED
             session.attempts.resolve(
                 step_no, response_id=reply.response_id, finish_reason=reply.finish_reason, tokens=reply.tokens
             )
             session.add_reply(reply)
+            dialog.add_reply(reply)
             if not reply.tool_calls:
                 session.complete(reply.content)
                 say(f"step {step_no}: final answer")
@@ -119,16 +144,9 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
                 result = execute(call.tool_name, call.raw_arguments)
                 say(f"step {step_no}: {call.tool_call_id} exited {result.exit_code} ({result.status})")
                 session.add_tool_result(step_no, call, result)
+                dialog.add_tool_result(call, result.output)
+    finally:
+        dialog.close()
     session.fail("max_steps", f"no final answer after {config.max_steps} steps")
     say(f"giving up after {config.max_steps} steps")
     return EXIT_FAILED
-
-
-def _reply_failure(exc: BaseException) -> tuple[str, object]:
-    """How a 2xx attempt that yielded no usable reply failed: category and retained payload."""
-    # An error event inside a 200 stream is a bare APIError (no status) carrying the provider's payload.
-    if type(exc) is openai.APIError and exc.body is not None:
-        return "stream_error", exc.body
-    if isinstance(exc, MalformedReply | openai.APIResponseValidationError):
-        return "invalid_response", str(exc)
-    return "stream_cut", f"{type(exc).__name__}: {exc}"

@@ -1,4 +1,4 @@
-"""Observes every HTTP attempt the OpenAI SDK makes, including its hidden retries."""
+"""Observes every HTTP attempt the provider SDK (openai or anthropic) makes, including its hidden retries."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 
@@ -133,8 +134,12 @@ class _ObservedBody(httpx.SyncByteStream):
             self._on_end(None)
 
 
-class ObservingHttpClient(openai.DefaultHttpxClient):
-    """The SDK's default httpx client plus a record of each attempt; retries stay the SDK's own."""
+class _ObservingClient(httpx.Client):
+    """An SDK's httpx client plus a record of each attempt; retries stay the SDK's own.
+
+    Both SDKs build on httpx and accept an `http_client`: the concrete classes below put this
+    behaviour in front of each SDK's default client, so its timeouts, limits and redirects stay.
+    """
 
     def __init__(self, log: AttemptLog, **kwargs: Any) -> None:
         # Event hooks fire once per HTTP hop, before the body is read: start time and status come from them.
@@ -193,3 +198,11 @@ class ObservingHttpClient(openai.DefaultHttpxClient):
         else:
             category = failure_category(exc, status_seen=True)
             self._log.finish(attempt, error_category=category, error=f"{type(exc).__name__}: {exc}")
+
+
+class ObservingHttpClient(_ObservingClient, openai.DefaultHttpxClient):
+    """For the openai SDK (Chat Completions and Responses)."""
+
+
+class ObservingAnthropicHttpClient(_ObservingClient, anthropic.DefaultHttpxClient):
+    """For the anthropic SDK (Messages)."""

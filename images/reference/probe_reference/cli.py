@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from probe_reference import __version__
-from probe_reference.agent import Config, run
+from probe_reference.agent import STREAM_RETRIES, Config, run
 from probe_reference.interrupts import sigterm_raises
 from probe_reference.modes import MODES
+from probe_reference.rollout import PROTOCOLS
 
 DEFAULT_ROLLOUT = "~/.probe-reference/rollout.json"
 
@@ -18,22 +19,45 @@ DEFAULT_ROLLOUT = "~/.probe-reference/rollout.json"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="probe-reference",
-        description="harness-probe's reference agent: Chat Completions, one bash tool, a probe-rollout/v1.",
+        description=(
+            "harness-probe's reference agent: Chat Completions, Responses or Anthropic Messages, one bash tool, "
+            "and a probe-rollout/v1 about its own run."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"probe-reference {__version__}")
     parser.add_argument("--task", required=True, help="the instruction given to the model")
     parser.add_argument("--model", default="probe-model")
-    parser.add_argument("--base-url", default=None, help="provider base URL (default: env OPENAI_BASE_URL)")
-    parser.add_argument("--api-key", default=None, help="API key (default: env OPENAI_API_KEY)")
-    parser.add_argument("--stream", action="store_true", help="request SSE streams with usage")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="chat", help="provider protocol (default chat)")
+    parser.add_argument(
+        "--base-url",
+        default=None,
+        help="provider base URL (default: env OPENAI_BASE_URL, or ANTHROPIC_BASE_URL for messages)",
+    )
+    parser.add_argument(
+        "--api-key", default=None, help="API key (default: env OPENAI_API_KEY, or ANTHROPIC_API_KEY for messages)"
+    )
+    parser.add_argument("--stream", action="store_true", help="request SSE streams (with usage, for chat)")
     parser.add_argument("--rollout", default=DEFAULT_ROLLOUT, help=f"rollout file ({DEFAULT_ROLLOUT})")
     parser.add_argument("--max-steps", type=_positive_int, default=20)
     parser.add_argument("--task-id", default=None)
     parser.add_argument("--mode", choices=sorted(MODES), default="honest", help="honest or a misbehaviour")
     parser.add_argument(
-        "--timeout", type=float, default=None, help="per-request timeout in seconds (default: the SDK's own)"
+        "--timeout", type=_positive_float, default=None, help="per-HTTP-request timeout in seconds (default: the SDK's)"
+    )
+    parser.add_argument(
+        "--stream-retries",
+        type=_non_negative_int,
+        default=STREAM_RETRIES,
+        help=f"times to ask again when a streamed reply breaks off after its status line ({STREAM_RETRIES})",
     )
     return parser
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be at least 0")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -43,20 +67,30 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    env_prefix = "ANTHROPIC" if args.protocol == "messages" else "OPENAI"
     config = Config(
         task=args.task,
         rollout_path=Path(args.rollout).expanduser(),
         model=args.model,
         # Resolved here rather than left to the SDK so the documented defaults are visible in one place.
-        base_url=args.base_url or os.environ.get("OPENAI_BASE_URL") or None,
-        api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or None,
+        base_url=args.base_url or os.environ.get(f"{env_prefix}_BASE_URL") or None,
+        api_key=args.api_key or os.environ.get(f"{env_prefix}_API_KEY") or None,
         stream=args.stream,
         max_steps=args.max_steps,
         task_id=args.task_id,
         mode=args.mode,
         timeout_s=args.timeout,
+        protocol=args.protocol,
+        stream_retries=args.stream_retries,
     )
     with sigterm_raises():
         return run(config)

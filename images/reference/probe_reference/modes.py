@@ -1,18 +1,28 @@
-"""Run modes: honest, and deliberate misbehaviours used as negative controls for the orchestrator's checks."""
+"""Run modes: honest, and deliberate misbehaviours used as negative controls for the orchestrator's checks.
+
+A misreporting mode is a pure rewrite of the honest rollout just before it is written: the agent
+behaves the same on the wire, only its self-report lies, and the result is still a valid
+probe-rollout/v1 (the lie must be caught against the witness, not by the schema). Each rewrite
+touches the first matching record only, and leaves the rollout unchanged (with a note on stderr)
+when the run produced nothing it could lie about.
+"""
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
 from probe_reference.progress import say
-from probe_reference.rollout import Rollout
+from probe_reference.rollout import ModelCall, Rollout
 
-# A misreporting mode is a pure rewrite of the honest rollout just before it is written: the agent
-# behaves the same on the wire, only its self-report lies. Each receives a private deep copy.
 Transform = Callable[[Rollout], Rollout]
+
+EDIT_SUFFIX = " (edited)"
+WRONG_ANSWER = "The task is finished; nothing needed to be run."
+DUPLICATE_SUFFIX = "-dup"
 
 
 def unchanged(rollout: Rollout) -> Rollout:
@@ -24,6 +34,113 @@ def hang_forever() -> NoReturn:
     say("mode hang: sleeping before the first model call until killed")
     while True:
         time.sleep(3600)
+
+
+def _failed_http(call: ModelCall) -> bool:
+    status = call["status_code"]
+    return status is not None and not 200 <= status < 300
+
+
+def _nothing(mode: str, why: str, rollout: Rollout) -> Rollout:
+    say(f"mode {mode}: nothing to misreport ({why}); the rollout is the honest one")
+    return rollout
+
+
+def _drop_refs(rollout: Rollout, model_call_id: str) -> None:
+    for holder in (*rollout["steps"], *rollout["invocations"]):
+        holder["model_call_refs"] = [ref for ref in holder["model_call_refs"] if ref != model_call_id]
+
+
+def drop_failed_attempt(honest: Rollout) -> Rollout:
+    """Forget the first attempt that got a non-2xx status, everywhere it is referenced."""
+    rollout = copy.deepcopy(honest)
+    call = next((c for c in rollout["model_calls"] if _failed_http(c)), None)
+    if call is None:
+        return _nothing("drop_failed_attempt", "no non-2xx model call", rollout)
+    rollout["model_calls"].remove(call)
+    _drop_refs(rollout, call["model_call_id"])
+    return rollout
+
+
+def wrong_tokens(honest: Rollout) -> Rollout:
+    """Over-report the total of the first call whose total is known by one token."""
+    rollout = copy.deepcopy(honest)
+    for call in rollout["model_calls"]:
+        total = call["token_stats"]["total"]
+        if total is not None:
+            call["token_stats"]["total"] = total + 1
+            return rollout
+    return _nothing("wrong_tokens", "no call with a known total", rollout)
+
+
+def alter_tool_output(honest: Rollout) -> Rollout:
+    """Edit the first recorded tool output, in the tool record and in the history alike (consistently)."""
+    rollout = copy.deepcopy(honest)
+    tool = next((t for t in rollout["tool_calls"] if t["output"] is not None), None)
+    if tool is None or tool["output"] is None:
+        return _nothing("alter_tool_output", "no recorded tool output", rollout)
+    tool["output"] += EDIT_SUFFIX
+    for invocation in rollout["invocations"]:
+        if invocation["invocation_id"] != tool["invocation_id"]:
+            continue
+        for entry in invocation["conversation"]:
+            content = entry.get("content")
+            if entry["role"] == "tool" and entry.get("tool_call_id") == tool["tool_call_id"] and content is not None:
+                entry["content"] = content + EDIT_SUFFIX
+                break
+    return rollout
+
+
+def drop_tool_record(honest: Rollout) -> Rollout:
+    """Forget the first tool execution record; the history still shows its call and result."""
+    rollout = copy.deepcopy(honest)
+    if not rollout["tool_calls"]:
+        return _nothing("drop_tool_record", "no tool call", rollout)
+    del rollout["tool_calls"][0]
+    return rollout
+
+
+def lost_ownership(honest: Rollout) -> Rollout:
+    """The first model call belongs to no invocation (its step still lists it)."""
+    rollout = copy.deepcopy(honest)
+    if not rollout["model_calls"]:
+        return _nothing("lost_ownership", "no model call", rollout)
+    call = rollout["model_calls"][0]
+    owner, call["invocation_id"] = call["invocation_id"], None
+    for invocation in rollout["invocations"]:
+        if invocation["invocation_id"] == owner:
+            invocation["model_call_refs"] = [r for r in invocation["model_call_refs"] if r != call["model_call_id"]]
+    return rollout
+
+
+def wrong_answer_report(honest: Rollout) -> Rollout:
+    """Report a final answer the model never gave."""
+    rollout = copy.deepcopy(honest)
+    answer = rollout["outcome"]["final_answer"]
+    rollout["outcome"]["final_answer"] = WRONG_ANSWER if answer != WRONG_ANSWER else WRONG_ANSWER + " Really."
+    return rollout
+
+
+def duplicate_attempt(honest: Rollout) -> Rollout:
+    """Report the first failed attempt twice: the copy gets a new id and sits right after the original."""
+    rollout = copy.deepcopy(honest)
+    calls = rollout["model_calls"]
+    index = next((i for i, c in enumerate(calls) if c["error_category"] is not None), None)
+    if index is None:
+        return _nothing("duplicate_attempt", "no failed model call", rollout)
+    original = calls[index]["model_call_id"]
+    taken = {c["model_call_id"] for c in calls}
+    new_id = original + DUPLICATE_SUFFIX
+    while new_id in taken:
+        new_id += DUPLICATE_SUFFIX
+    duplicate = copy.deepcopy(calls[index])
+    duplicate["model_call_id"] = new_id
+    calls.insert(index + 1, duplicate)
+    for holder in (*rollout["steps"], *rollout["invocations"]):
+        refs = holder["model_call_refs"]
+        if original in refs:
+            refs.insert(refs.index(original) + 1, new_id)
+    return rollout
 
 
 @dataclass(frozen=True)
@@ -44,6 +161,16 @@ MODES: dict[str, Mode] = {
             unchanged,
             hang_forever,
         ),
-        # Misreporting modes slot in here, e.g. Mode("drop-failed-attempt", "…", drop_first_failed).
+        Mode("drop_failed_attempt", "omit the first non-2xx model call from the report", drop_failed_attempt),
+        Mode("wrong_tokens", "report total tokens + 1 for the first call with a known total", wrong_tokens),
+        Mode(
+            "alter_tool_output", "append ' (edited)' to the first tool output (record and history)", alter_tool_output
+        ),
+        Mode("drop_tool_record", "omit the first tool execution record", drop_tool_record),
+        Mode("lost_ownership", "the first model call is owned by no invocation", lost_ownership),
+        Mode("wrong_answer_report", "report a final answer the model never gave", wrong_answer_report),
+        Mode("duplicate_attempt", "report the first failed model call twice", duplicate_attempt),
     )
 }
+
+MISREPORTING = tuple(name for name in MODES if name not in ("honest", "hang"))

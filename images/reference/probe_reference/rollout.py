@@ -13,6 +13,8 @@ SCHEMA_ID = "probe-rollout/v1"
 
 OutcomeStatus = Literal["completed", "error", "unknown"]
 ToolStatus = Literal["succeeded", "failed"]
+ProtocolName = Literal["chat", "responses", "messages"]
+PROTOCOLS: tuple[ProtocolName, ...] = ("chat", "responses", "messages")
 
 
 class TokenStats(TypedDict):
@@ -27,7 +29,7 @@ class ModelCall(TypedDict):
     model_call_id: str
     started_at: str | None
     completed_at: str | None
-    protocol: Literal["chat"]
+    protocol: ProtocolName
     status_code: int | None
     response_id: str | None
     finish_reason: str | None

@@ -6,8 +6,6 @@ import copy
 import uuid
 from dataclasses import dataclass
 
-from openai.types.chat import ChatCompletionAssistantMessageParam, ChatCompletionMessageParam
-
 from probe_reference import __version__
 from probe_reference.attempts import Attempt, AttemptLog
 from probe_reference.clock import utc_now
@@ -18,6 +16,7 @@ from probe_reference.rollout import (
     ModelCall,
     Outcome,
     OutcomeStatus,
+    ProtocolName,
     Rollout,
     Step,
     ToolCall,
@@ -32,18 +31,18 @@ class StepStart:
 
 
 class Session:
-    """One invocation's record: attempts, model-visible history (in two shapes), steps, tools, outcome."""
+    """One invocation's record: attempts, model-visible history, steps, tools, outcome.
 
-    def __init__(self, *, system_prompt: str, task: str, task_id: str | None) -> None:
+    The history is kept here in rollout form, whatever the protocol; the dialog keeps the same history
+    in its SDK's shape for sending.
+    """
+
+    def __init__(self, *, system_prompt: str, task: str, task_id: str | None, protocol: ProtocolName = "chat") -> None:
         self.task_id = task_id
+        self.protocol: ProtocolName = protocol
         self.rollout_id = str(uuid.uuid4())
         self.invocation_id = f"inv-{uuid.uuid4()}"
         self.attempts = AttemptLog()
-        # `messages` is what goes to the SDK; `conversation` is the same history in rollout form.
-        self.messages: list[ChatCompletionMessageParam] = [
-            {"role": "system", "content": system_prompt},
-            {"role": "user", "content": task},
-        ]
         self.conversation: list[ConversationEntry] = [
             {"role": "system", "content": system_prompt},
             {"role": "user", "content": task},
@@ -58,17 +57,8 @@ class Session:
         self.attempts.step_no = step_no
 
     def add_reply(self, reply: ModelReply) -> None:
-        message: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": reply.content}
         entry: ConversationEntry = {"role": "assistant", "content": reply.content}
         if reply.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.tool_call_id,
-                    "type": "function",
-                    "function": {"name": call.tool_name, "arguments": call.raw_arguments},
-                }
-                for call in reply.tool_calls
-            ]
             entry["tool_calls"] = [
                 {
                     "tool_call_id": call.tool_call_id,
@@ -77,12 +67,10 @@ class Session:
                 }
                 for call in reply.tool_calls
             ]
-        self.messages.append(message)
         self.conversation.append(entry)
 
     def add_tool_result(self, step_no: int, call: RequestedToolCall, result: ToolResult) -> None:
         call_id, output = call.tool_call_id, result.output
-        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
         self.conversation.append({"role": "tool", "tool_call_id": call_id, "content": output})
         self.tool_calls.append(
             {
@@ -103,7 +91,7 @@ class Session:
     def fail(self, kind: str, reason: str) -> None:
         self.outcome = _outcome(None, "error", kind, reason)
 
-    def to_rollout(self, mode: str) -> Rollout:
+    def to_rollout(self) -> Rollout:
         """The honest rollout: every attempt, owned by this invocation and by the step it was made for."""
         attempts = self.attempts.attempts
         steps: list[Step] = [
@@ -133,7 +121,6 @@ class Session:
             "tool_calls": self.tool_calls,
             "outcome": self.outcome,
             "gaps": [],
-            "extensions": {"probe_reference": {"mode": mode}},
         }
         # A deep copy, so mode transformations and later recording never alias each other.
         return copy.deepcopy(rollout)
@@ -143,7 +130,7 @@ class Session:
             "model_call_id": attempt.model_call_id,
             "started_at": attempt.started_at,
             "completed_at": attempt.completed_at,
-            "protocol": "chat",
+            "protocol": self.protocol,
             "status_code": attempt.status_code,
             # Response id and finish reason belong to delivered replies; a failed attempt has none.
             "response_id": None if attempt.error_category else attempt.response_id,

@@ -9,24 +9,17 @@ import subprocess
 from contextlib import suppress
 from dataclasses import dataclass
 
-from openai.types.chat import ChatCompletionFunctionToolParam
-
 from probe_reference.rollout import ToolStatus
 
 TOOL_NAME = "bash"
 COMMAND_TIMEOUT_S = 120.0
 
-BASH_TOOL: ChatCompletionFunctionToolParam = {
-    "type": "function",
-    "function": {
-        "name": TOOL_NAME,
-        "description": "Run a shell command with `bash -c` and return its combined stdout and stderr.",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string"}},
-            "required": ["command"],
-        },
-    },
+# The same tool in every protocol (each wraps it in its own shape: chat.py, responses.py, messages.py).
+BASH_DESCRIPTION = "Run a shell command with `bash -c` and return its combined stdout and stderr."
+BASH_PARAMETERS: dict[str, object] = {
+    "type": "object",
+    "properties": {"command": {"type": "string"}},
+    "required": ["command"],
 }
 
 

@@ -25,7 +25,19 @@ def _shipped() -> dict[str, object]:
 
 def test_every_shipped_scenario_validates() -> None:
     names = [s.name for s in list_scenarios()]
-    assert "tool_success" in names
+    assert names == [
+        "harness_deadline",
+        "model_error",
+        "parallel_tools",
+        "retry_429",
+        "retry_500",
+        "server_timeout",
+        "stream_cut",
+        "tool_failure",
+        "tool_success",
+        "usage_omitted",
+        "wrong_answer",
+    ]
     s = load_scenario("tool_success")
     assert len(s.tool_steps()) == 2
     assert s.final_answer() == "PROBE_DONE"
@@ -56,6 +68,18 @@ def test_provider_json_has_defaults_filled() -> None:
         (lambda d: d.update(extra=1), "$", "Additional properties"),
         (lambda d: d["script"].insert(0, {"final_answer": "X"}), "$.script[0]", "must be the last step"),
         (lambda d: d.update(name="other"), "$.name", "must equal the file name"),
+        (lambda d: d.update(faults=[{"attempt": 0, "kind": "http_error"}]), "$.faults[0]", "'status' is a required"),
+        (
+            lambda d: d.update(faults=[{"attempt": 0, "kind": "cut", "status": 500}]),
+            "$.faults[0].status",
+            "not be valid",
+        ),
+        (
+            lambda d: d.update(faults=[{"attempt": 0, "kind": "reset", "max_seconds": 1}]),
+            "$.faults[0].max_seconds",
+            "not be valid",
+        ),
+        (lambda d: d.update(faults=[{"attempt": 0, "kind": "stall"}]), "$.faults[0].kind", "is not one of"),
     ],
 )
 def test_broken_scenario_is_rejected_with_its_path(tmp_path: Path, mutate, path: str, words: str) -> None:  # type: ignore[no-untyped-def]
@@ -74,3 +98,14 @@ def test_not_yaml_and_unknown_name(tmp_path: Path) -> None:
         load_scenario(bad)
     with pytest.raises(FormatError, match="no such scenario"):
         load_scenario("does_not_exist")
+
+
+def test_fault_scenarios_declare_errors_and_their_expected_outcome() -> None:
+    for s in list_scenarios():
+        faults = s.data["faults"]
+        assert s.scope["errors_expected"] == bool(faults), s.name
+        assert s.expected["outcome"] == ("error" if any(f.get("repeat") for f in faults) else "completed"), s.name
+    model_error = load_scenario("model_error")
+    assert model_error.scope == {"tools": False, "steps": False, "final_answer": False, "errors_expected": True}
+    wrong = load_scenario("wrong_answer")
+    assert wrong.final_answer() != wrong.expected["final_answer"]

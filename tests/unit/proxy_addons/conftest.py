@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
+import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jsonschema
 import pytest
 import yaml
@@ -41,6 +47,37 @@ BASH_TOOL = {
         },
     },
 }
+# Responses tools: Codex advertises its shell inside a namespace, others as plain function tools.
+EXEC_PARAMETERS = {
+    "type": "object",
+    "properties": {"cmd": {"type": "string"}, "workdir": {"type": "string"}, "yield_time_ms": {"type": "number"}},
+    "required": ["cmd"],
+}
+RESPONSES_EXEC_TOOL = {"type": "function", "name": "exec_command", "parameters": EXEC_PARAMETERS, "strict": False}
+RESPONSES_NAMESPACE_TOOL = {
+    "type": "namespace",
+    "name": "functions",
+    "description": "Built-in tools",
+    "tools": [
+        {"type": "function", "name": "write_stdin", "parameters": {"type": "object", "properties": {}}},
+        {"type": "function", "name": "exec_command", "parameters": EXEC_PARAMETERS, "strict": False},
+    ],
+}
+# Messages tools: Claude Code's Bash (timeout in ms, optional description) next to a server tool.
+MESSAGES_BASH_TOOL = {
+    "name": "Bash",
+    "description": "Executes a bash command",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "timeout": {"type": "number", "description": "Optional timeout in milliseconds (max 600000)"},
+            "description": {"type": "string"},
+        },
+        "required": ["command"],
+    },
+}
+MESSAGES_SERVER_TOOL = {"type": "web_search_20250305", "name": "web_search", "max_uses": 1}
 READ_TOOL = {
     "type": "function",
     "function": {
@@ -81,7 +118,7 @@ def assert_valid_witness(path: Path) -> list[dict[str, Any]]:
 
 def run_command(command: str | list[str]) -> subprocess.CompletedProcess[str]:
     """Execute a scripted command the way a harness's shell tool would."""
-    argv = command if isinstance(command, list) else ["bash", "-lc", command]
+    argv = command if isinstance(command, list) else ["bash", "-c", command]
     return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
 
 
@@ -116,6 +153,12 @@ class Provider:
 
     def chat(self, body: object, headers: dict[str, str] | None = None) -> http.HTTPFlow:
         return self.send("POST", "/v1/chat/completions", body, headers)
+
+    def responses(self, body: object, headers: dict[str, str] | None = None) -> http.HTTPFlow:
+        return self.send("POST", "/v1/responses", body, headers)
+
+    def messages(self, body: object, headers: dict[str, str] | None = None) -> http.HTTPFlow:
+        return self.send("POST", "/v1/messages?beta=true", body, {"anthropic-version": "2023-06-01", **(headers or {})})
 
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:
         events = read_events(self.witness)
@@ -154,6 +197,23 @@ def execute_tool_calls(provider: Provider, reply: dict[str, Any]) -> list[dict[s
             }
         )
     return history
+
+
+def mock_transport(provider: Provider) -> httpx.MockTransport:
+    """An httpx transport that hands each request to the addon's `request` hook, as mitmproxy would."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        flow = provider.send(
+            request.method, request.url.raw_path.decode(), request.read(), headers=dict(request.headers)
+        )
+        assert flow.response is not None, "timed replies need the real proxy (test_proxy_wire.py)"
+        return httpx.Response(
+            flow.response.status_code,
+            headers=list(flow.response.headers.fields),
+            content=flow.response.content,
+        )
+
+    return httpx.MockTransport(handler)
 
 
 MakeProvider = Callable[..., Provider]
@@ -196,3 +256,92 @@ def make_provider(tmp_path: Path) -> Iterator[MakeProvider]:
             pass
         events = assert_valid_witness(provider.witness)
         assert events[0]["event"] == "start"
+
+
+# -- the real proxy on the wire -------------------------------------------------------------------
+
+MITMDUMP = Path(sys.executable).with_name("mitmdump")
+LISTENING = re.compile(rb"reverse proxy to \S+ listening at \S*:(\d+)")
+
+
+@dataclass
+class Mitmdump:
+    """A real `mitmdump` running the addon as the proxy image does, on a random local port."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    witness: Path
+    markers: Path
+    log: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        return [e for e in read_events(self.witness) if kind is None or e["event"] == kind]
+
+    def wait_for_attempts(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """The attempt events, once `count` are written (timed replies are witnessed when they end)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            attempts = self.events("attempt") if self.witness.exists() else []
+            if len(attempts) >= count:
+                return attempts
+            time.sleep(0.02)
+        raise AssertionError(f"only {len(self.events('attempt'))} attempt(s) witnessed, expected {count}")
+
+    def stop(self) -> list[dict[str, Any]]:
+        """Stop like `docker stop` would (SIGTERM), then check the whole witness."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        events = assert_valid_witness(self.witness)
+        assert events[-1]["event"] == "end", self.log.read_text()[-2000:]
+        return events
+
+
+def start_mitmdump(directory: Path, scenario: dict[str, Any]) -> Mitmdump:
+    """Launch mitmdump with the addon and `scenario` (not waiting for it to listen: see `wait_listening`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    scenario_path = directory / "scenario.json"
+    scenario_path.write_text(json.dumps(scenario))
+    log = directory / "mitmdump.log"
+    command = [
+        str(MITMDUMP),
+        "--mode",
+        "reverse:http://upstream.invalid/@0",
+        "--set",
+        "connection_strategy=lazy",
+        "--listen-host",
+        "127.0.0.1",
+        "-s",
+        str(REPO / "proxy_addons" / "provider.py"),
+        "--set",
+        f"probe_scenario={scenario_path}",
+        "--set",
+        f"probe_witness={directory / 'witness.jsonl'}",
+        "--set",
+        f"probe_markers={directory / 'markers'}",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=directory)
+    return Mitmdump(process, 0, directory / "witness.jsonl", directory / "markers", log)
+
+
+def wait_listening(proxy: Mitmdump, timeout: float = 20.0) -> Mitmdump:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = LISTENING.search(proxy.log.read_bytes())
+        if found and b"streaming responder listening" in proxy.log.read_bytes():
+            proxy.port = int(found.group(1))
+            return proxy
+        if proxy.process.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise AssertionError(f"mitmdump did not start: {proxy.log.read_text()[-2000:]}")

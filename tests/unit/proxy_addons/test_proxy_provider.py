@@ -329,8 +329,9 @@ def assert_rejected(provider: Provider, flow: Any, code: str, http_status: int) 
 def test_unknown_route_is_404_with_violation(make_provider: MakeProvider) -> None:
     provider = make_provider()
     for method, path in [
-        ("POST", "/v1/responses"),
+        ("POST", "/v1/completions"),
         ("GET", "/v1/chat/completions"),
+        ("GET", "/v1/responses"),
         ("DELETE", "/v1/models"),
     ]:
         attempt = assert_rejected(provider, provider.send(method, path, {"x": 1}), "unknown_route", 404)

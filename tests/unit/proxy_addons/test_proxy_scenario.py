@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import TOOL_SUCCESS_YAML, tool_success_scenario
+from conftest import REPO, TOOL_SUCCESS_YAML, tool_success_scenario
 
 from proxy_addons.scenario import (
+    DEFAULT_CUT_PAUSE_SECONDS,
+    DEFAULT_WITHHOLD_MAX_SECONDS,
+    Fault,
     FinalAnswerStep,
     ScenarioError,
     ToolCallsStep,
@@ -85,6 +88,11 @@ def test_full_orchestrator_document_is_accepted() -> None:
         minimal(script=[{"tool_calls": [], "final_answer": "x"}]),
         minimal(faults=[{"attempt": 0, "kind": "http_error"}]),
         minimal(faults=[{"attempt": 0, "kind": "cut_stream", "status": 500}]),
+        minimal(faults=[{"attempt": 0, "kind": "cut", "status": 500}]),
+        minimal(faults=[{"attempt": 0, "kind": "reset", "max_seconds": 1}]),
+        minimal(faults=[{"attempt": 0, "kind": "withhold", "max_seconds": -1}]),
+        minimal(faults=[{"attempt": 0, "kind": "cut", "after_events": 1.5}]),
+        minimal(faults=[{"attempt": 0, "kind": "http_error", "status": 504, "delay_seconds": "2"}]),
         minimal(faults=[{"attempt": 0, "kind": "http_error", "status": 500}] * 2),
         minimal(usage="yes"),
     ],
@@ -101,3 +109,34 @@ def test_missing_and_non_json_files_are_rejected(tmp_path: Path) -> None:
     bad.write_text("schema: probe-scenario/v1\n")
     with pytest.raises(ScenarioError):
         load_scenario(bad)
+
+
+def test_timed_fault_kinds_and_their_defaults() -> None:
+    scenario = parse_scenario(
+        minimal(
+            faults=[
+                {"attempt": 0, "kind": "http_error", "status": 504, "delay_seconds": 2, "error_type": "model_timeout"},
+                {"attempt": 1, "kind": "withhold"},
+                {"attempt": 2, "kind": "cut"},
+                {"attempt": 3, "kind": "cut", "after_events": 0, "pause_seconds": 0},
+                {"attempt": 4, "kind": "reset", "repeat": True},
+                {"attempt": 5, "kind": "withhold", "max_seconds": 1.5},
+            ]
+        )
+    )
+    assert scenario.faults == (
+        Fault(attempt=0, kind="http_error", status=504, error_type="model_timeout", delay_seconds=2.0),
+        Fault(attempt=1, kind="withhold", max_seconds=DEFAULT_WITHHOLD_MAX_SECONDS),
+        Fault(attempt=2, kind="cut", after_events=None, pause_seconds=DEFAULT_CUT_PAUSE_SECONDS),
+        Fault(attempt=3, kind="cut", after_events=0, pause_seconds=0.0),
+        Fault(attempt=4, kind="reset", repeat=True),
+        Fault(attempt=5, kind="withhold", max_seconds=1.5),
+    )
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_scenario_is_playable(path: Path) -> None:
+    document = yaml.safe_load(path.read_text())
+    scenario = parse_scenario(document)
+    assert scenario.name == path.stem
+    assert all(f.kind != "http_error" or f.status is not None for f in scenario.faults)

@@ -146,3 +146,27 @@ def test_scripted_command_text_shape() -> None:
     assert scripted_command("/probe/markers", "call_1", "probe_t", 0) == (
         "mkdir -p /probe/markers && printf '%s' probe_t > /probe/markers/call_1.txt && printf '%s\\n' probe_t && exit 0"
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "schema", "value"),
+    [
+        ("timeout", {"type": "integer", "description": "Timeout in seconds"}, 60),
+        ("timeout", {"type": "number", "description": "Optional timeout in milliseconds (max 600000)"}, 60_000),
+        ("timeout_ms", {"type": "integer"}, 60_000),
+        ("timeout", {"type": "integer"}, 60_000),
+        ("timeout", {"type": "integer", "maximum": 600}, 600),
+        ("yield_time_ms", {"type": "number", "minimum": 100_000}, 100_000),
+    ],
+)
+def test_required_timeouts_are_filled_in_their_unit(key: str, schema: dict[str, Any], value: int) -> None:
+    spec = ToolSpec("bash", params({"command": {"type": "string"}, key: schema}, ["command", key]))
+    shell = find_shell_tool([spec])
+    assert shell is not None
+    assert build_arguments(shell, "x") == {"command": "x", key: value}
+
+
+def test_namespace_is_kept_on_the_shell_tool() -> None:
+    spec = ToolSpec("exec_command", params({"cmd": {"type": "string"}}, ["cmd"]), namespace="functions")
+    shell = find_shell_tool([spec])
+    assert shell is not None and (shell.name, shell.namespace) == ("exec_command", "functions")

@@ -1,4 +1,4 @@
-"""A scripted Chat Completions provider on 127.0.0.1 that answers requests from a list, in order."""
+"""A scripted provider on 127.0.0.1 (Chat Completions, Responses, Messages) answering requests from a list, in order."""
 
 from __future__ import annotations
 
@@ -24,12 +24,15 @@ class Reply:
     cut: bool = False
     # Hold the response this long (released early when the provider stops), to provoke client timeouts.
     delay_s: float = 0.0
+    # Send the status line and headers, then hold the body this long (a withheld stream).
+    withhold_body_s: float = 0.0
 
 
 @dataclass
 class Received:
     path: str
     body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)  # names lower-cased
 
 
 def json_reply(status: int, payload: object, headers: dict[str, str] | None = None) -> Reply:
@@ -91,11 +94,187 @@ def chunk(response_id: str, delta: dict[str, Any] | None = None, finish: str | N
     }
 
 
-def sse_reply(events: Sequence[object], *, done: bool = True, cut: bool = False) -> Reply:
-    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+def sse_reply(events: Sequence[object], *, done: bool = True, cut: bool = False, named: bool = False) -> Reply:
+    """An SSE body; `named` adds an `event:` line with each event's `type` (Responses and Messages do)."""
+    text = ""
+    for event in events:
+        if named and isinstance(event, dict):
+            text += f"event: {event['type']}\n"
+        text += f"data: {json.dumps(event)}\n\n"
     if done:
         text += "data: [DONE]\n\n"
     return Reply(status=200, body=text.encode(), content_type="text/event-stream", cut=cut)
+
+
+# --- Responses API -------------------------------------------------------------------------------------
+
+
+def response_object(
+    response_id: str,
+    *,
+    content: str | None = None,
+    tool_calls: Sequence[tuple[str, str, str]] = (),
+    usage: dict[str, Any] | None = None,
+    status: str = "completed",
+) -> dict[str, Any]:
+    """A `response` object; tool_calls are (call id, name, raw arguments)."""
+    output: list[dict[str, Any]] = []
+    if content is not None:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{response_id}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": content, "annotations": []}],
+            }
+        )
+    for call_id, name, arguments in tool_calls:
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{call_id}",
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments,
+                "status": "completed",
+            }
+        )
+    payload: dict[str, Any] = {
+        "id": response_id,
+        "object": "response",
+        "created_at": 1,
+        "model": "probe-model",
+        "status": status,
+        "output": output,
+    }
+    if usage is not None:
+        payload["usage"] = usage
+    return payload
+
+
+def responses_usage(
+    input_: int, output: int, *, reasoning: int | None = None, cached: int | None = None
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"input_tokens": input_, "output_tokens": output, "total_tokens": input_ + output}
+    if cached is not None:
+        result["input_tokens_details"] = {"cached_tokens": cached}
+    if reasoning is not None:
+        result["output_tokens_details"] = {"reasoning_tokens": reasoning}
+    return result
+
+
+def response_events(response: dict[str, Any], *, terminal: str | None = "response.completed") -> list[dict[str, Any]]:
+    """The event sequence the Responses API streams for `response`, text and arguments in two deltas each."""
+    started = {**response, "status": "in_progress", "output": []}
+    started.pop("usage", None)
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": started}]
+    for index, item in enumerate(response["output"]):
+        opening = {**item, "content": []} if item["type"] == "message" else {**item, "arguments": ""}
+        events.append({"type": "response.output_item.added", "output_index": index, "item": opening})
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
+                events.append(
+                    {
+                        "type": "response.output_text.delta",
+                        "output_index": index,
+                        "content_index": 0,
+                        "item_id": item["id"],
+                        "delta": piece,
+                    }
+                )
+        else:
+            arguments = item["arguments"]
+            for piece in (arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]):
+                events.append(
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "output_index": index,
+                        "item_id": item["id"],
+                        "delta": piece,
+                    }
+                )
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    if terminal is not None:
+        events.append({"type": terminal, "response": response})
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
+# --- Anthropic Messages ----------------------------------------------------------------------------------
+
+
+def message_object(
+    message_id: str,
+    *,
+    content: str | None = None,
+    tool_calls: Sequence[tuple[str, str, dict[str, Any]]] = (),
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A `message` object; tool_calls are (tool_use id, name, input object)."""
+    blocks: list[dict[str, Any]] = []
+    if content is not None:
+        blocks.append({"type": "text", "text": content})
+    blocks += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in tool_calls]
+    payload: dict[str, Any] = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": "probe-model",
+        "content": blocks,
+        "stop_reason": "tool_use" if tool_calls else "end_turn",
+        "stop_sequence": None,
+    }
+    if usage is not None:
+        payload["usage"] = usage
+    return payload
+
+
+def messages_usage(input_: int, output: int, *, cache_read: int | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {"input_tokens": input_, "output_tokens": output}
+    if cache_read is not None:
+        result["cache_read_input_tokens"] = cache_read
+    return result
+
+
+def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The event sequence the Messages API streams for `message`.
+
+    As the API does: message_start carries the input-side usage and output_tokens 1, message_delta
+    the final output_tokens; a message without usage streams none at all.
+    """
+    usage = message.get("usage")
+    start = {**message, "content": [], "stop_reason": None}
+    start.pop("usage", None)
+    if usage is not None:
+        start["usage"] = {**usage, "output_tokens": 1}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            events.append(
+                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+            )
+            text = block["text"]
+            for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
+                events.append(
+                    {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+                )
+        else:
+            opening = {**block, "input": {}}
+            events.append({"type": "content_block_start", "index": index, "content_block": opening})
+            raw = json.dumps(block["input"])
+            for piece in (raw[: len(raw) // 2], raw[len(raw) // 2 :]):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        events.append({"type": "content_block_stop", "index": index})
+    delta_event: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+    }
+    if usage is not None:
+        delta_event["usage"] = {"output_tokens": usage["output_tokens"]}
+    events += [delta_event, {"type": "message_stop"}]
+    return events
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -106,13 +285,23 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(length)
         provider = self.server.provider
-        reply = provider.take(Received(self.path, json.loads(raw) if raw else {}))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        reply = provider.take(Received(self.path, json.loads(raw) if raw else {}, headers))
         if reply.delay_s and provider.stopping.wait(reply.delay_s):
             return
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         for name, value in reply.headers.items():
             self.send_header(name, value)
+        if reply.withhold_body_s:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            if provider.stopping.wait(reply.withhold_body_s):
+                return
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(reply.body), reply.body))
+            self.close_connection = True
+            return
         if reply.cut:
             # Half the body as one chunk, then the connection goes away without the final chunk.
             self.send_header("Transfer-Encoding", "chunked")
@@ -150,7 +339,8 @@ class FakeProvider:
         self.received: list[Received] = []
         self.violations: list[str] = []
         self.stopping = threading.Event()
-        self.url = ""
+        self.root = ""  # the Anthropic SDK's base URL: it appends /v1/messages itself
+        self.url = ""  # the openai SDK's base URL
 
     def take(self, request: Received) -> Reply:
         with self._lock:
@@ -170,7 +360,8 @@ def serve(script: Sequence[Reply]) -> Iterator[FakeProvider]:
     provider = FakeProvider(script)
     server = _Server(("127.0.0.1", 0), _Handler)
     server.provider = provider
-    provider.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    provider.root = f"http://127.0.0.1:{server.server_address[1]}"
+    provider.url = f"{provider.root}/v1"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:

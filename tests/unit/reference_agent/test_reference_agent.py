@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
 from probe_reference import __version__
 from probe_reference.cli import main
 from probe_reference.modes import MODES
@@ -29,47 +28,10 @@ from tests.unit.reference_agent.fake_provider import (
     sse_reply,
     usage,
 )
+from tests.unit.reference_agent.helpers import NULL_TOKENS, REFERENCE_DIR, run_agent, validate
 
-ROOT = Path(__file__).resolve().parents[3]
-REFERENCE_DIR = ROOT / "images" / "reference"  # put on sys.path by conftest.py
-SCHEMA = json.loads((ROOT / "orchestrator/evidence/schemas/probe-rollout.v1.json").read_text())
 TOOL = ("call_1", "bash", json.dumps({"command": "printf hi; exit 3"}))
 RATE_LIMITED = {"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limited"}}
-NULL_TOKENS = {"prompt": None, "completion": None, "reasoning": None, "total": None, "cached": None}
-
-
-def run_agent(base_url: str, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    """Run the real CLI in-process; return its exit code and the rollout it wrote (schema-validated)."""
-    rollout_path = tmp_path / "state" / "rollout.json"
-    argv = ["--task", "say hi", "--task-id", "t-1", "--base-url", base_url, "--api-key", "sk-test"]
-    code = main([*argv, "--rollout", str(rollout_path), *extra])
-    assert sorted(p.name for p in rollout_path.parent.iterdir()) == ["rollout.json"], "temporary file left"
-    rollout: dict[str, Any] = json.loads(rollout_path.read_text())
-    validate(rollout)
-    return code, rollout
-
-
-def validate(rollout: dict[str, Any]) -> None:
-    """Schema validity plus the ownership invariants an honest rollout must satisfy (E8, E9)."""
-    errors = [f"{list(e.absolute_path)}: {e.message}" for e in Draft202012Validator(SCHEMA).iter_errors(rollout)]
-    assert not errors, errors
-    ids = [c["model_call_id"] for c in rollout["model_calls"]]
-    assert len(ids) == len(set(ids))
-    (invocation,) = rollout["invocations"]
-    assert invocation["parent_invocation_id"] is None
-    assert invocation["invocation_id"].startswith("inv-")
-    assert invocation["model_call_refs"] == ids
-    assert [ref for step in rollout["steps"] for ref in step["model_call_refs"]] == ids
-    assert [s["step_no"] for s in rollout["steps"]] == list(range(1, len(rollout["steps"]) + 1))
-    for call in rollout["model_calls"]:
-        assert call["invocation_id"] == invocation["invocation_id"]
-        assert call["started_at"].endswith("Z") and call["completed_at"].endswith("Z")
-        if call["error_category"] is None:
-            assert call["response_id"] is not None and "error" not in call
-        else:
-            assert call["response_id"] is None and "error" in call
-    assert rollout["gaps"] == []
-    assert rollout["harness"] == {"name": "reference", "version": __version__}
 
 
 def test_tool_call_then_final_answer(tmp_path: Path) -> None:
@@ -86,7 +48,10 @@ def test_tool_call_then_final_answer(tmp_path: Path) -> None:
     assert tool_message == {"role": "tool", "tool_call_id": "call_1", "content": "hi"}
     assert provider.received[0].body["tools"][0]["function"]["name"] == "bash"
 
+    assert provider.received[0].path == "/v1/chat/completions"
+    assert provider.received[0].headers["authorization"] == "Bearer sk-test"
     calls = rollout["model_calls"]
+    assert {c["protocol"] for c in calls} == {"chat"}
     assert [(c["model_call_id"], c["status_code"], c["response_id"]) for c in calls] == [
         ("mc-1", 200, "chatcmpl-1"),
         ("mc-2", 200, "chatcmpl-2"),
@@ -228,12 +193,54 @@ def test_usage_absent_or_partial_stays_null(tmp_path: Path) -> None:
 def test_cut_stream_is_a_failed_attempt(tmp_path: Path) -> None:
     events = [chunk("chatcmpl-c", {"role": "assistant", "content": "partial answer " * 20})] * 4
     with serve([sse_reply(events, cut=True)]) as provider:
-        code, rollout = run_agent(provider.url, tmp_path, "--stream")
+        code, rollout = run_agent(provider.url, tmp_path, "--stream", "--stream-retries", "0")
     assert code == 1 and len(provider.received) == 1  # a broken stream is not retried by the SDK
     (call,) = rollout["model_calls"]
     assert (call["status_code"], call["error_category"], call["response_id"]) == (200, "stream_cut", None)
     assert "RemoteProtocolError" in call["error"]
     assert rollout["outcome"]["status"] == "error" and rollout["outcome"]["failure_kind"] == "model_error"
+
+
+def test_cut_stream_is_asked_again_within_the_step(tmp_path: Path) -> None:
+    events = [chunk("chatcmpl-c", {"role": "assistant", "content": "partial answer " * 20})] * 4
+    done = [chunk("chatcmpl-ok", {"role": "assistant", "content": "done"}, "stop")]
+    with serve([sse_reply(events, cut=True), sse_reply(events, cut=True), sse_reply(done)]) as provider:
+        code, rollout = run_agent(provider.url, tmp_path, "--stream")
+    assert code == 0 and len(provider.received) == 3
+    # Every ask is the same request: the broken reply added nothing to the history.
+    assert provider.received[0].body == provider.received[1].body == provider.received[2].body
+    calls = rollout["model_calls"]
+    assert [(c["status_code"], c["error_category"], c["response_id"]) for c in calls] == [
+        (200, "stream_cut", None),
+        (200, "stream_cut", None),
+        (200, None, "chatcmpl-ok"),
+    ]
+    assert [s["model_call_refs"] for s in rollout["steps"]] == [["mc-1", "mc-2", "mc-3"]]
+    assert rollout["outcome"]["final_answer"] == "done"
+
+
+def test_broken_streams_give_up_after_the_retries(tmp_path: Path) -> None:
+    events = [chunk("chatcmpl-c", {"role": "assistant", "content": "partial answer " * 20})] * 4
+    with serve([sse_reply(events, cut=True)] * 2) as provider:
+        code, rollout = run_agent(provider.url, tmp_path, "--stream", "--stream-retries", "1")
+    assert code == 1 and len(provider.received) == 2 and not provider.violations
+    assert [c["error_category"] for c in rollout["model_calls"]] == ["stream_cut", "stream_cut"]
+    assert rollout["outcome"]["failure_kind"] == "model_error"
+
+
+def test_silent_stream_times_out_and_is_asked_again(tmp_path: Path) -> None:
+    """harness_deadline: the status line arrives, then nothing; the per-request timeout ends the wait."""
+    late = sse_reply([chunk("chatcmpl-late", {"role": "assistant", "content": "late"}, "stop")]).body
+    silent = Reply(status=200, body=late, content_type="text/event-stream", withhold_body_s=10)
+    done = sse_reply([chunk("chatcmpl-ok", {"role": "assistant", "content": "done"}, "stop")])
+    with serve([silent, done]) as provider:
+        code, rollout = run_agent(provider.url, tmp_path, "--stream", "--timeout", "0.3")
+    assert code == 0 and len(provider.received) == 2
+    first, second = rollout["model_calls"]
+    assert (first["status_code"], first["error_category"], first["response_id"]) == (200, "timeout", None)
+    assert "ReadTimeout" in first["error"]
+    assert second["response_id"] == "chatcmpl-ok"
+    assert [s["model_call_refs"] for s in rollout["steps"]] == [["mc-1", "mc-2"]]
 
 
 def test_error_event_in_stream_keeps_payload(tmp_path: Path) -> None:

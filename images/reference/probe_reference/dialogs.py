@@ -1,0 +1,73 @@
+"""Opening the dialog for a protocol: its SDK client, over an httpx client that records every attempt."""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+
+from probe_reference.attempts import AttemptLog, ObservingAnthropicHttpClient, ObservingHttpClient
+from probe_reference.chat import ChatDialog
+from probe_reference.messages import MessagesDialog
+from probe_reference.replies import Dialog
+from probe_reference.responses import ResponsesDialog
+from probe_reference.rollout import ProtocolName
+
+
+class ConfigError(Exception):
+    """The dialog cannot start (no API key, bad base URL): nothing was sent."""
+
+
+def open_dialog(
+    protocol: ProtocolName,
+    log: AttemptLog,
+    *,
+    model: str,
+    system_prompt: str,
+    task: str,
+    base_url: str | None,
+    api_key: str | None,
+    timeout_s: float | None,
+) -> Dialog:
+    """The SDK's own retry count applies; `timeout_s` bounds each HTTP request (None: the SDK's default)."""
+    if protocol == "messages":
+        messages_client = _anthropic_client(log, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+        return MessagesDialog(messages_client, model=model, system_prompt=system_prompt, task=task)
+    client = _openai_client(log, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+    if protocol == "responses":
+        return ResponsesDialog(client, model=model, system_prompt=system_prompt, task=task)
+    return ChatDialog(client, model=model, system_prompt=system_prompt, task=task)
+
+
+def _openai_client(
+    log: AttemptLog, *, base_url: str | None, api_key: str | None, timeout_s: float | None
+) -> openai.OpenAI:
+    http_client = ObservingHttpClient(log)
+    try:
+        return openai.OpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            http_client=http_client,
+            timeout=openai.NOT_GIVEN if timeout_s is None else timeout_s,
+        )
+    except openai.OpenAIError as exc:  # e.g. no API key anywhere
+        http_client.close()
+        raise ConfigError(str(exc)) from exc
+
+
+def _anthropic_client(
+    log: AttemptLog, *, base_url: str | None, api_key: str | None, timeout_s: float | None
+) -> anthropic.Anthropic:
+    # The anthropic SDK only notices a missing key when it sends; say so before anything is sent.
+    if not api_key:
+        raise ConfigError("no API key: pass --api-key or set ANTHROPIC_API_KEY")
+    http_client = ObservingAnthropicHttpClient(log)
+    try:
+        return anthropic.Anthropic(
+            api_key=api_key,
+            base_url=base_url,
+            http_client=http_client,
+            timeout=anthropic.NOT_GIVEN if timeout_s is None else timeout_s,
+        )
+    except anthropic.AnthropicError as exc:
+        http_client.close()
+        raise ConfigError(str(exc)) from exc

@@ -1,0 +1,228 @@
+"""Behavioral checks on model attempts: the rollout's calls against the attempts the witness saw on the wire."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from typing import Any
+
+from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.model import Kind, check
+
+__all__ = ["rollout_key", "witness_key"]
+
+Key = tuple[str, Any]
+TOKEN_FIELDS = ("prompt", "completion", "reasoning", "total", "cached")
+
+
+def witness_key(a: dict[str, Any]) -> Key:
+    """Successes are joined by response id; failures by status; a reply that never completed is `interrupted`."""
+    status = a.get("status")
+    if a.get("ended") == "complete" and isinstance(status, int):
+        return ("ok", a.get("response_id")) if 200 <= status < 300 else ("error", status)
+    return ("interrupted", None)
+
+
+def rollout_key(c: dict[str, Any]) -> Key:
+    status = c.get("status_code")
+    if not c.get("error_category") and isinstance(status, int) and 200 <= status < 300:
+        return ("ok", c.get("response_id"))
+    if isinstance(status, int) and not 200 <= status < 300:
+        return ("error", status)
+    return ("interrupted", None)
+
+
+def _describe(key: Key) -> str:
+    kind, value = key
+    return {"ok": f"success {value}", "error": f"HTTP {value} failure", "interrupted": "interrupted attempt"}[kind]
+
+
+def _calls(ev: Evidence) -> list[dict[str, Any]]:
+    value = ev.r.get("model_calls")
+    return [c for c in value if isinstance(c, dict)] if isinstance(value, list) else []
+
+
+@check(
+    "attempts.multiset",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E1", "E7"),
+    location="$.model_calls",
+    needs=("rollout", "witness"),
+    depends_on=("calls.present",),
+)
+def attempts_multiset(ev: Evidence) -> list[str]:
+    """Every witnessed model attempt is recorded once: successes joined by response id, failures by status."""
+    witnessed = Counter(witness_key(a) for a in ev.w.attempts("model"))
+    recorded = Counter(rollout_key(c) for c in _calls(ev))
+    # A harness may also record calls the provider answered outside the script (title generation, a
+    # rejected request): those may appear, but are not required.
+    optional = Counter(witness_key(a) for a in ev.w.attempts(None) if a["kind"] != "model")
+    reasons = []
+    for key in sorted(set(witnessed) | set(recorded), key=str):
+        w, r = witnessed.get(key, 0), recorded.get(key, 0)
+        if r < w:
+            reasons.append(f"{_describe(key)}: witnessed {w} times, recorded {r}")
+        elif r > w + optional.get(key, 0):
+            reasons.append(f"{_describe(key)}: recorded {r} times, witnessed {w}")
+    return reasons
+
+
+def _joined(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    by_id = {a["response_id"]: a for a in ev.w.attempts("model") if witness_key(a)[0] == "ok"}
+    return [
+        (c, by_id[c["response_id"]]) for c in _calls(ev) if rollout_key(c)[0] == "ok" and c.get("response_id") in by_id
+    ]
+
+
+@check(
+    "calls.response_metadata",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E1",),
+    location="$.model_calls[*].finish_reason",
+    needs=("rollout", "witness"),
+    depends_on=("calls.outcome", "calls.protocol"),
+)
+def calls_response_metadata(ev: Evidence) -> list[str]:
+    """Each recorded success carries the protocol and finish reason of the reply with its response id."""
+    reasons = []
+    for c, a in _joined(ev):
+        if c.get("finish_reason") != a.get("finish_reason"):
+            reasons.append(
+                f"{c['response_id']}: finish_reason {c.get('finish_reason')!r}, sent {a.get('finish_reason')!r}"
+            )
+        if c.get("protocol") != a.get("protocol"):
+            reasons.append(
+                f"{c['response_id']}: protocol {c.get('protocol')!r}, the request used {a.get('protocol')!r}"
+            )
+    return reasons
+
+
+@check(
+    "tokens.match",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E2",),
+    location="$.model_calls[*].token_stats",
+    needs=("rollout", "witness"),
+    depends_on=("tokens.fields",),
+)
+def tokens_match(ev: Evidence) -> list[str]:
+    """Token counts equal the usage each reply carried; where a reply carried none, every count stays null."""
+    reasons = []
+    for c, a in _joined(ev):
+        usage = a.get("usage")
+        stats = c.get("token_stats") or {}
+        for f in TOKEN_FIELDS:
+            want = usage.get(f) if isinstance(usage, dict) else None
+            got = stats.get(f)
+            # A total the protocol does not send (Messages) may be derived as prompt + completion: that is
+            # arithmetic on reported counts, not an invented one.
+            if f == "total" and want is None and isinstance(usage, dict) and got is not None:
+                want = (usage.get("prompt") or 0) + (usage.get("completion") or 0)
+            if got != want:
+                reasons.append(f"{c['response_id']}: token_stats.{f} is {got!r}, the reply carried {want!r}")
+    for c in _calls(ev):
+        if rollout_key(c)[0] != "ok":
+            made_up = {f: v for f, v in (c.get("token_stats") or {}).items() if v is not None}
+            if made_up:
+                reasons.append(f"{c.get('model_call_id')}: a failed attempt carried no usage, yet records {made_up}")
+    return reasons
+
+
+def _message(body: Any) -> str | None:
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+    return None
+
+
+@check(
+    "errors.payload_retained",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E7",),
+    location="$.model_calls[*].error",
+    needs=("rollout", "witness"),
+    depends_on=("calls.outcome",),
+    scope=("errors_expected",),
+)
+def errors_payload_retained(ev: Evidence) -> list[str]:
+    """Each failed attempt that got an error body keeps that payload (joined by order and status)."""
+    # Withheld, cut and reset replies carry no payload to retain: only complete error replies are joined.
+    failures = [a for a in ev.w.attempts("model") if witness_key(a)[0] == "error"]
+    recorded: dict[Any, list[dict[str, Any]]] = {}
+    for c in _calls(ev):
+        if rollout_key(c)[0] == "error":
+            recorded.setdefault(c.get("status_code"), []).append(c)
+    used: Counter[Any] = Counter()
+    reasons = []
+    for a in failures:
+        status = a["status"]
+        k = used[status]
+        used[status] += 1
+        candidates = recorded.get(status, [])
+        if k >= len(candidates):
+            reasons.append(f"{a['attempt_id']} (HTTP {status}): no recorded failed call to hold its payload")
+            continue
+        kept = candidates[k].get("error")
+        message = _message(a.get("response"))
+        text = kept if isinstance(kept, str) else json.dumps(kept)
+        if kept is None:
+            reasons.append(f"{candidates[k].get('model_call_id')} (HTTP {status}): error payload not retained")
+        elif message is not None and message not in text:
+            reasons.append(
+                f"{candidates[k].get('model_call_id')} (HTTP {status}): payload lacks the message {message!r}"
+            )
+    return reasons
+
+
+@check(
+    "steps.witness_attempts",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E9",),
+    location="$.steps[*].model_call_refs",
+    needs=("rollout", "witness"),
+    depends_on=("steps.call_refs", "steps.attempt_accounting"),
+    scope=("steps",),
+)
+def steps_witness_attempts(ev: Evidence) -> list[str]:
+    """One step per scripted reply, each holding that reply's attempt and the failed attempts retried before it."""
+    groups: list[int] = []
+    size = 0
+    for a in ev.w.attempts("model"):
+        size += 1
+        if witness_key(a)[0] == "ok":
+            groups.append(size)
+            size = 0
+    if size:
+        groups.append(size)
+    steps = ev.r.get("steps")
+    ordered = sorted(
+        (s for s in (steps if isinstance(steps, list) else []) if isinstance(s, dict)),
+        key=lambda s: s.get("step_no", 0),
+    )
+    recorded = [len(s.get("model_call_refs") or []) for s in ordered]
+    if recorded != groups:
+        return [
+            f"attempts per step recorded {recorded}, witnessed {groups} (a step = retries + the reply that ended them)"
+        ]
+    return []
+
+
+@check(
+    "attempts.retry_identical",
+    kind=Kind.BEHAVIORAL,
+    tier="P1",
+    evidence=("E1",),
+    location="$[?(@.event=='attempt')].request_sha256",
+    needs=("witness",),
+    scope=("errors_expected",),
+)
+def attempts_retry_identical(ev: Evidence) -> list[str]:
+    """A retry after a failed attempt resends the identical request body (the harness really retried)."""
+    attempts = ev.w.attempts("model")
+    reasons = []
+    for prev, nxt in itertools.pairwise(attempts):
+        if witness_key(prev)[0] != "ok" and prev.get("request_sha256") != nxt.get("request_sha256"):
+            reasons.append(f"{nxt['attempt_id']} differs from the failed {prev['attempt_id']} it retried")
+    return reasons

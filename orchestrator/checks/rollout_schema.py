@@ -1,0 +1,278 @@
+"""Schema checks over the rollout alone: each judges its own fields, so one malformed field fails one check."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.model import Kind, check
+from orchestrator.evidence import fragment_faults
+
+__all__ = ["parse_time"]
+
+FMT = "probe-rollout/v1"
+_ALL = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "E9")
+
+
+def _items(ev: Evidence, key: str) -> list[Any]:
+    value = ev.r.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _frag(value: Any, pointer: str, at: str) -> list[str]:
+    return [str(f) for f in fragment_faults(value, FMT, pointer, at)]
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+@check("rollout.format", kind=Kind.SCHEMA, evidence=_ALL, location="$", needs=("rollout",))
+def rollout_format(ev: Evidence) -> list[str]:
+    """The rollout is a probe-rollout/v1 object with every top-level collection present and of the right type."""
+    reasons = []
+    if ev.r.get("schema") != FMT:
+        reasons.append(f"$.schema: expected {FMT!r}, got {ev.r.get('schema')!r}")
+    for key in ("model_calls", "invocations", "steps", "tool_calls", "gaps"):
+        if not isinstance(ev.r.get(key), list):
+            reasons.append(f"$.{key}: missing or not an array")
+    for key in ("harness", "outcome"):
+        if not isinstance(ev.r.get(key), dict):
+            reasons.append(f"$.{key}: missing or not an object")
+    return reasons
+
+
+@check(
+    "calls.present",
+    kind=Kind.SCHEMA,
+    evidence=("E1", "E2", "E7", "E8", "E9"),
+    location="$.model_calls",
+    needs=("rollout",),
+    depends_on=("rollout.format",),
+)
+def calls_present(ev: Evidence) -> list[str]:
+    """At least one model call is recorded, each an object."""
+    calls = _items(ev, "model_calls")
+    if not calls:
+        return ["$.model_calls is empty: no model call recorded"]
+    return [f"$.model_calls[{i}]: not an object" for i, c in enumerate(calls) if not isinstance(c, dict)]
+
+
+@check(
+    "calls.identity",
+    kind=Kind.SCHEMA,
+    evidence=("E1",),
+    location="$.model_calls[*].model_call_id",
+    needs=("rollout",),
+    depends_on=("calls.present",),
+)
+def calls_identity(ev: Evidence) -> list[str]:
+    """Every model call has a non-blank model_call_id, unique within the rollout."""
+    ids = [c.get("model_call_id") for c in _items(ev, "model_calls")]
+    reasons = [
+        f"$.model_calls[{i}].model_call_id: missing or blank"
+        for i, v in enumerate(ids)
+        if not (isinstance(v, str) and v)
+    ]
+    reasons += [f"model_call_id {v!r} used {n} times" for v, n in Counter(ids).items() if n > 1 and v]
+    return reasons
+
+
+@check(
+    "calls.protocol",
+    kind=Kind.SCHEMA,
+    evidence=("E1",),
+    location="$.model_calls[*].protocol",
+    needs=("rollout",),
+    depends_on=("calls.present",),
+)
+def calls_protocol(ev: Evidence) -> list[str]:
+    """Every model call names its provider protocol (chat, responses or messages)."""
+    reasons: list[str] = []
+    for i, c in enumerate(_items(ev, "model_calls")):
+        reasons += _frag(c.get("protocol"), "/$defs/model_call/properties/protocol", f"$.model_calls[{i}].protocol")
+    return reasons
+
+
+@check(
+    "calls.timing",
+    kind=Kind.SEMANTIC,
+    evidence=("E1",),
+    location="$.model_calls[*].started_at",
+    needs=("rollout",),
+    depends_on=("calls.present",),
+)
+def calls_timing(ev: Evidence) -> list[str]:
+    """Every model call has start and completion times, in order, and calls are recorded in start order."""
+    reasons = []
+    previous = None
+    for i, c in enumerate(_items(ev, "model_calls")):
+        start, end = parse_time(c.get("started_at")), parse_time(c.get("completed_at"))
+        if start is None or end is None:
+            reasons.append(f"$.model_calls[{i}]: started_at/completed_at missing or not ISO-8601")
+            continue
+        if end < start:
+            reasons.append(f"$.model_calls[{i}]: completed_at {c['completed_at']} before started_at {c['started_at']}")
+        if previous is not None and start < previous:
+            reasons.append(f"$.model_calls[{i}]: starts before the call recorded before it")
+        previous = start
+    return reasons
+
+
+@check(
+    "calls.outcome",
+    kind=Kind.SCHEMA,
+    evidence=("E1",),
+    location="$.model_calls[*].status_code",
+    needs=("rollout",),
+    depends_on=("calls.present",),
+)
+def calls_outcome(ev: Evidence) -> list[str]:
+    """Each call is either a 2xx with a response id and finish reason, or an error with a status or category."""
+    reasons = []
+    for i, c in enumerate(_items(ev, "model_calls")):
+        at = f"$.model_calls[{i}]"
+        status, category = c.get("status_code"), c.get("error_category")
+        if status is not None and not (isinstance(status, int) and 100 <= status <= 599):
+            reasons.append(f"{at}.status_code: {status!r} is not an HTTP status or null")
+            continue
+        if isinstance(category, str) and category:
+            continue
+        if not (isinstance(status, int) and 200 <= status < 300):
+            reasons.append(f"{at}: neither a 2xx status nor an error_category (status {status!r})")
+            continue
+        for key in ("response_id", "finish_reason"):
+            if not (isinstance(c.get(key), str) and c.get(key)):
+                reasons.append(f"{at}.{key}: a successful call needs a non-blank {key}")
+    return reasons
+
+
+@check(
+    "tokens.fields",
+    kind=Kind.SCHEMA,
+    evidence=("E2",),
+    location="$.model_calls[*].token_stats",
+    needs=("rollout",),
+    depends_on=("calls.present",),
+)
+def tokens_fields(ev: Evidence) -> list[str]:
+    """Every call has token_stats with prompt, completion, reasoning, total, cached: each a count >= 0 or null."""
+    reasons: list[str] = []
+    for i, c in enumerate(_items(ev, "model_calls")):
+        at = f"$.model_calls[{i}].token_stats"
+        reasons += _frag(c.get("token_stats"), "/$defs/model_call/properties/token_stats", at)
+    return reasons
+
+
+@check(
+    "invocations.identity",
+    kind=Kind.SCHEMA,
+    evidence=("E8",),
+    location="$.invocations[*].invocation_id",
+    needs=("rollout",),
+    depends_on=("rollout.format",),
+)
+def invocations_identity(ev: Evidence) -> list[str]:
+    """At least one invocation; each has a unique non-blank id, a parent (or null), call refs and a conversation."""
+    invs = _items(ev, "invocations")
+    if not invs:
+        return ["$.invocations is empty: no invocation owns the calls"]
+    reasons: list[str] = []
+    for i, inv in enumerate(invs):
+        reasons += _frag(inv, "/$defs/invocation", f"$.invocations[{i}]")
+    ids = [inv.get("invocation_id") for inv in invs if isinstance(inv, dict)]
+    reasons += [f"invocation_id {v!r} used {n} times" for v, n in Counter(ids).items() if n > 1]
+    return reasons
+
+
+@check(
+    "steps.numbering",
+    kind=Kind.SCHEMA,
+    evidence=("E3",),
+    location="$.steps[*].step_no",
+    needs=("rollout",),
+    depends_on=("rollout.format",),
+    scope=("steps",),
+)
+def steps_numbering(ev: Evidence) -> list[str]:
+    """Steps are recorded, numbered 1, 2, 3... without gaps within each invocation, and timestamped."""
+    steps = _items(ev, "steps")
+    if not steps:
+        return ["$.steps is empty: no agent step recorded"]
+    reasons: list[str] = []
+    by_inv: dict[Any, list[Any]] = {}
+    for i, st in enumerate(steps):
+        frag = _frag(st, "/$defs/step", f"$.steps[{i}]")
+        reasons += frag
+        if not isinstance(st, dict):
+            continue
+        if parse_time(st.get("timestamp")) is None:
+            reasons.append(f"$.steps[{i}].timestamp: missing or not ISO-8601")
+        by_inv.setdefault(st.get("invocation_id"), []).append(st.get("step_no"))
+    for inv, numbers in by_inv.items():
+        if numbers != list(range(1, len(numbers) + 1)):
+            reasons.append(f"steps of invocation {inv!r} are numbered {numbers}, expected 1..{len(numbers)} in order")
+    return reasons
+
+
+@check(
+    "tools.record",
+    kind=Kind.SCHEMA,
+    evidence=("E5",),
+    location="$.tool_calls[*]",
+    needs=("rollout",),
+    depends_on=("rollout.format",),
+    scope=("tools",),
+)
+def tools_record(ev: Evidence) -> list[str]:
+    """Tool records exist; each has a unique id, a name, a status (succeeded/failed) and the output it returned."""
+    tools = _items(ev, "tool_calls")
+    if not tools:
+        return ["$.tool_calls is empty: no tool execution recorded"]
+    reasons: list[str] = []
+    for i, t in enumerate(tools):
+        at = f"$.tool_calls[{i}]"
+        reasons += _frag(t, "/$defs/tool_call", at)
+        if not isinstance(t, dict):
+            continue
+        if not (isinstance(t.get("tool_call_id"), str) and t["tool_call_id"]):
+            reasons.append(f"{at}.tool_call_id: blank")
+        if not (isinstance(t.get("tool_name"), str) and t["tool_name"]):
+            reasons.append(f"{at}.tool_name: blank")
+        if t.get("status") is None:
+            reasons.append(f"{at}.status: not reported")
+        if t.get("output") is None:
+            reasons.append(f"{at}.output: not recorded")
+    ids = [t.get("tool_call_id") for t in tools if isinstance(t, dict)]
+    reasons += [f"tool_call_id {v!r} recorded {n} times" for v, n in Counter(ids).items() if n > 1]
+    return reasons
+
+
+@check(
+    "outcome.fields",
+    kind=Kind.SCHEMA,
+    evidence=("E6",),
+    location="$.outcome",
+    needs=("rollout",),
+    depends_on=("rollout.format",),
+)
+def outcome_fields(ev: Evidence) -> list[str]:
+    """The outcome says how the run ended: a completed run names its final answer, an error run its failure."""
+    out = ev.r.get("outcome")
+    reasons = _frag(out, "/$defs/outcome", "$.outcome")
+    if reasons or not isinstance(out, dict):
+        return reasons
+    if out["status"] == "completed" and not out.get("final_answer"):
+        reasons.append("$.outcome: status completed without a final_answer")
+    if out["status"] == "error" and not (out.get("failure_kind") or out.get("failure_reason")):
+        reasons.append("$.outcome: status error without failure_kind or failure_reason")
+    if out["status"] == "unknown":
+        reasons.append("$.outcome.status: unknown: the harness recorded neither a final answer nor an error")
+    return reasons

@@ -1,0 +1,209 @@
+"""Semantic checks over the rollout alone: its records hang together (history, ownership, steps, tool joins)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.model import Kind, check
+
+__all__: list[str] = []
+
+
+def _dicts(ev: Evidence, key: str) -> list[dict[str, Any]]:
+    value = ev.r.get(key)
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+@check(
+    "history.rebuildable",
+    kind=Kind.SEMANTIC,
+    evidence=("E4",),
+    location="$.invocations[*].conversation",
+    needs=("rollout",),
+    depends_on=("invocations.identity",),
+)
+def history_rebuildable(ev: Evidence) -> list[str]:
+    """Each invocation's model-visible history can be replayed: a task, and every tool call answered in order."""
+    reasons = []
+    for inv in _dicts(ev, "invocations"):
+        iid = inv["invocation_id"]
+        conv = inv["conversation"]
+        if not any(m.get("role") == "user" for m in conv):
+            reasons.append(f"invocation {iid}: the conversation has no user message (the task)")
+        pending: set[str] = set()
+        answered: set[str] = set()
+        for n, m in enumerate(conv):
+            if m.get("role") == "assistant":
+                pending.update(tc.get("tool_call_id") for tc in m.get("tool_calls") or [])
+            elif m.get("role") == "tool":
+                cid = m.get("tool_call_id")
+                if cid not in pending:
+                    reasons.append(f"invocation {iid}: conversation[{n}] answers {cid!r}, which no earlier turn called")
+                elif cid in answered:
+                    reasons.append(f"invocation {iid}: conversation[{n}] answers {cid!r} a second time")
+                answered.add(cid)
+        # A call left unanswered is only a gap in the history if the model was asked again after it.
+        last_assistant = max((n for n, m in enumerate(conv) if m.get("role") == "assistant"), default=-1)
+        for n, m in enumerate(conv[: last_assistant + 1]):
+            if m.get("role") != "assistant" or n == last_assistant:
+                continue
+            for tc in m.get("tool_calls") or []:
+                if tc.get("tool_call_id") not in answered:
+                    reasons.append(
+                        f"invocation {iid}: tool call {tc.get('tool_call_id')!r} has no result in the history"
+                    )
+    return reasons
+
+
+@check(
+    "invocations.parent",
+    kind=Kind.SEMANTIC,
+    evidence=("E8",),
+    location="$.invocations[*].parent_invocation_id",
+    needs=("rollout",),
+    depends_on=("invocations.identity",),
+)
+def invocations_parent(ev: Evidence) -> list[str]:
+    """Parent links resolve to recorded invocations, form no cycle, and lead to exactly one root."""
+    invs = {inv["invocation_id"]: inv.get("parent_invocation_id") for inv in _dicts(ev, "invocations")}
+    reasons = [
+        f"invocation {i}: parent {p!r} is not recorded" for i, p in invs.items() if p is not None and p not in invs
+    ]
+    roots = [i for i, p in invs.items() if p is None]
+    if len(roots) != 1:
+        reasons.append(f"expected exactly one root invocation, found {len(roots)}: {roots}")
+    for start in invs:
+        seen, cur = set(), start
+        while cur is not None and cur in invs:
+            if cur in seen:
+                reasons.append(f"invocation {start}: its parent chain has a cycle")
+                break
+            seen.add(cur)
+            cur = invs[cur]
+    return reasons
+
+
+@check(
+    "ownership.call_owner",
+    kind=Kind.SEMANTIC,
+    evidence=("E8",),
+    location="$.model_calls[*].invocation_id",
+    needs=("rollout",),
+    depends_on=("calls.identity", "invocations.identity"),
+)
+def ownership_call_owner(ev: Evidence) -> list[str]:
+    """Every model call, failed attempts included, is owned by exactly one invocation, and both sides agree."""
+    calls = {c["model_call_id"]: c for c in _dicts(ev, "model_calls")}
+    refs: Counter[str] = Counter()
+    owner_of: dict[str, list[str]] = {}
+    reasons = []
+    for inv in _dicts(ev, "invocations"):
+        for ref in inv["model_call_refs"]:
+            refs[ref] += 1
+            owner_of.setdefault(ref, []).append(inv["invocation_id"])
+            if ref not in calls:
+                reasons.append(f"invocation {inv['invocation_id']} references unknown call {ref!r}")
+    for cid, c in calls.items():
+        owners = owner_of.get(cid, [])
+        if len(owners) != 1:
+            reasons.append(f"call {cid}: referenced by {len(owners)} invocations {owners}, expected exactly one")
+        elif c.get("invocation_id") != owners[0]:
+            reasons.append(f"call {cid}: invocation_id {c.get('invocation_id')!r} but owned by {owners[0]!r}")
+    return reasons
+
+
+@check(
+    "steps.call_refs",
+    kind=Kind.SEMANTIC,
+    evidence=("E3", "E9"),
+    location="$.steps[*].model_call_refs",
+    needs=("rollout",),
+    depends_on=("steps.numbering", "calls.identity"),
+    scope=("steps",),
+)
+def steps_call_refs(ev: Evidence) -> list[str]:
+    """Each step references at least one recorded call, and each call it references belongs to its invocation."""
+    calls = {c["model_call_id"]: c for c in _dicts(ev, "model_calls")}
+    reasons = []
+    for st in _dicts(ev, "steps"):
+        where = f"step {st['step_no']} of {st['invocation_id']!r}"
+        if not st["model_call_refs"]:
+            reasons.append(f"{where}: references no model call")
+        for ref in st["model_call_refs"]:
+            if ref not in calls:
+                reasons.append(f"{where}: references unknown call {ref!r}")
+            elif calls[ref].get("invocation_id") != st["invocation_id"]:
+                reasons.append(f"{where}: call {ref} belongs to invocation {calls[ref].get('invocation_id')!r}")
+    return reasons
+
+
+@check(
+    "steps.attempt_accounting",
+    kind=Kind.SEMANTIC,
+    evidence=("E9",),
+    location="$.steps[*].model_call_refs",
+    needs=("rollout",),
+    depends_on=("steps.numbering", "calls.identity"),
+    scope=("steps",),
+)
+def steps_attempt_accounting(ev: Evidence) -> list[str]:
+    """Every recorded model call, retries included, belongs to exactly one step."""
+    counts = Counter(ref for st in _dicts(ev, "steps") for ref in st["model_call_refs"])
+    return [
+        f"call {c['model_call_id']}: in {counts.get(c['model_call_id'], 0)} steps, expected exactly one"
+        for c in _dicts(ev, "model_calls")
+        if counts.get(c["model_call_id"], 0) != 1
+    ]
+
+
+@check(
+    "tools.request_join",
+    kind=Kind.SEMANTIC,
+    evidence=("E5",),
+    location="$.invocations[*].conversation[*].tool_calls",
+    needs=("rollout",),
+    depends_on=("tools.record", "invocations.identity"),
+    scope=("tools",),
+)
+def tools_request_join(ev: Evidence) -> list[str]:
+    """Each tool record joins to exactly one requesting tool call, with the same name, in its invocation's history."""
+    # Indexed once: rollouts with 100,000 calls must not cost a scan of the history per tool record.
+    requests: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for inv in _dicts(ev, "invocations"):
+        for m in inv["conversation"]:
+            if m.get("role") == "assistant":
+                for tc in m.get("tool_calls") or []:
+                    requests.setdefault((inv["invocation_id"], tc.get("tool_call_id")), []).append(tc)
+    known = {inv["invocation_id"] for inv in _dicts(ev, "invocations")}
+    reasons = []
+    for t in _dicts(ev, "tool_calls"):
+        cid, iid = t["tool_call_id"], t.get("invocation_id")
+        if iid not in known:
+            reasons.append(f"tool {cid}: invocation_id {iid!r} is not a recorded invocation")
+            continue
+        found = requests.get((iid, cid), [])  # type: ignore[arg-type]
+        if len(found) != 1:
+            reasons.append(f"tool {cid}: requested {len(found)} times in its invocation's history, expected once")
+        elif found[0].get("tool_name") != t["tool_name"]:
+            asked = found[0].get("tool_name")
+            reasons.append(f"tool {cid}: recorded as {t['tool_name']!r} but requested as {asked!r}")
+    return reasons
+
+
+@check(
+    "gaps.none_voiding",
+    kind=Kind.SEMANTIC,
+    evidence=("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "E9"),
+    location="$.gaps",
+    needs=("rollout",),
+    depends_on=("rollout.format",),
+)
+def gaps_none_voiding(ev: Evidence) -> list[str]:
+    """No gap voids an evidence label: what the harness did not report is named, and named gaps count against it."""
+    return [
+        f"{g.get('code')}: {g.get('detail')} (voids {', '.join(g['labels'])})"
+        for g in _dicts(ev, "gaps")
+        if g.get("labels")
+    ]

@@ -1,0 +1,42 @@
+"""`harness-probe audit`: re-check saved episodes offline and write the same reports into a new directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.audit import InputChanged, audit
+from orchestrator.cli.run import parse_harness_args
+from orchestrator.evidence import FormatError
+from orchestrator.harnesses import get_harness
+from orchestrator.suite import EXIT_ERROR, OutputExists
+
+
+def audit_command(
+    source: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="A run directory (or <harness>/<scenario>/ tree).")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="New directory for the audit's results.")],
+    harness: Annotated[
+        str | None,
+        typer.Option("--harness", "-H", help="Re-normalize native/ with this harness instead of reading rollout.json."),
+    ] = None,
+    harness_arg: Annotated[
+        list[str] | None, typer.Option("--harness-arg", "-a", help="KEY=VALUE option for the harness (repeatable).")
+    ] = None,
+) -> None:
+    """Re-check saved episodes (witness + rollout, or witness + native logs with --harness), with no Docker.
+
+    Writes scenario_result.json per episode, summary.json, report.md, report.html and junit.xml into OUTPUT.
+    Exit code 0: every P0 gate passes; 1: a check failed; 2: an input error or an input changed while read.
+    """
+    try:
+        h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None
+        res = audit(source, output, h)
+    except (KeyError, ValueError, FormatError, OutputExists, InputChanged) as exc:
+        typer.echo(f"harness-probe: {str(exc).strip(chr(39))}", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+    typer.echo(f"audited {len(res.results)} episode(s): {res.output.resolve()}")
+    raise typer.Exit(res.exit_code)

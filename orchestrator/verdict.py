@@ -1,0 +1,95 @@
+"""From collected evidence to a verdict: normalize native logs, read the witness, run the checks, build the result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from orchestrator.checks import PROFILE, Evidence, Status, gate, read_witness, run_checks, scope_of
+from orchestrator.evidence import FormatError
+from orchestrator.harnesses import Harness, NormalizeError
+from orchestrator.paths import EpisodePaths
+
+log = structlog.get_logger(__name__)
+
+__all__ = ["collect_evidence", "judge", "normalize_native"]
+
+
+def normalize_native(harness: Harness, native: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """native/ -> rollout dict and the normalize record. A schema-invalid rollout is kept: the checks judge it."""
+    if not native.is_dir():
+        return None, {"status": "error", "message": "no native logs were collected"}
+    try:
+        rollout = harness.normalize(native)
+    except NormalizeError as exc:
+        return None, {"status": "error", "message": str(exc)}
+    except Exception as exc:  # a normalizer bug is reported for this episode, not a crash of the run
+        return None, {"status": "error", "message": f"normalizer crashed: {type(exc).__name__}: {exc}"}
+    return rollout, {"status": "ok", "message": None}
+
+
+def read_rollout(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    if not path.is_file():
+        return None, f"{path.name} does not exist"
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"{path.name} is not JSON: {exc}"
+    if not isinstance(data, dict):
+        return None, f"{path.name} is not a JSON object"
+    return data, None
+
+
+def collect_evidence(
+    scenario: dict[str, Any], paths: EpisodePaths, rollout: dict[str, Any] | None, why: str | None
+) -> Evidence:
+    ev = Evidence(scenario=scenario, rollout=rollout)
+    if rollout is None:
+        ev.errors["rollout"] = why or "no rollout"
+    try:
+        ev.witness = read_witness(paths.witness)
+    except FormatError as exc:
+        ev.errors["witness"] = str(exc)
+    if paths.markers.is_dir():
+        ev.markers = {p.name: p.read_text(errors="replace") for p in sorted(paths.markers.iterdir()) if p.is_file()}
+    return ev
+
+
+def judge(result: dict[str, Any], scenario: dict[str, Any], ev: Evidence) -> dict[str, Any]:
+    """Fill checks, gates and verdict into a scenario_result skeleton (execution and normalize already set)."""
+    checks = run_checks(ev, scope_of(scenario))
+    result["inputs_unavailable"] = dict(sorted(ev.errors.items()))
+    result["checks"] = [c.to_json() for c in checks]
+    result["gate"] = {"P0": gate(checks, "P0"), "P1": gate(checks, "P1")}
+    # Execution apart from evidence: a timeout or a non-zero exit is not a verdict; only an episode that
+    # could not run at all (infrastructure) is an error.
+    if result["execution"]["status"] == "error":
+        result["verdict"] = "error"
+    else:
+        result["verdict"] = "pass" if result["gate"]["P0"] else "fail"
+    failed = [c.id for c in checks if c.status == Status.FAIL]
+    log.info("episode checked", scenario=result["scenario"], verdict=result["verdict"], failed=failed)
+    return result
+
+
+def result_skeleton(
+    harness: str, scenario: str, run_id: str, episode_id: str, started: str, execution: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "schema": "scenario-result/v1",
+        "profile": PROFILE,
+        "harness": harness,
+        "scenario": scenario,
+        "run_id": run_id,
+        "episode_id": episode_id,
+        "started_at": started,
+        "finished_at": "",
+        "execution": execution,
+        "normalize": {"status": "skipped", "message": None},
+        "checks": [],
+        "gate": {"P0": False},
+        "verdict": "skipped" if execution["status"] == "skipped" else "error",
+    }

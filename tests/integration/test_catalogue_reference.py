@@ -1,0 +1,75 @@
+"""The whole catalogue through real containers: the honest reference harness passes in every protocol mode,
+and each misreporting mode is caught by exactly the checks it should fail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.evidence import load_json
+from orchestrator.scenarios import list_scenarios
+from tests.integration.conftest import Images, hp, labelled
+
+pytestmark = pytest.mark.docker
+
+MODES = {
+    "chat": [],
+    "chat-stream": ["-a", "stream=true"],
+    "responses-stream": ["-a", "protocol=responses", "-a", "stream=true"],
+    "messages-stream": ["-a", "protocol=messages", "-a", "stream=true"],
+}
+
+
+def _results(out: Path) -> dict[str, dict[str, Any]]:
+    return {
+        p.parent.name: load_json(p, "scenario-result/v1") for p in sorted(out.glob("reference/*/scenario_result.json"))
+    }
+
+
+def _own_failures(result: dict[str, Any]) -> set[str]:
+    """Checks that failed on their own evidence (not `blocked by` another failure)."""
+    return {c["id"] for c in result["checks"] if c["status"] == "fail" and not c["reasons"][0].startswith("blocked")}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_honest_reference_passes_the_whole_catalogue(images: Images, tmp_path: Path, mode: str) -> None:
+    out = tmp_path / "out"
+    res = hp("run", "-H", "reference", *MODES[mode], "-o", str(out), timeout=900)
+    results = _results(out)
+    assert sorted(results) == sorted(s.name for s in list_scenarios())
+    failures = {name: _own_failures(r) for name, r in results.items() if r["verdict"] != "pass"}
+    assert failures == {}, json.dumps(
+        {n: [c for c in r["checks"] if c["status"] == "fail"] for n, r in results.items() if r["verdict"] != "pass"},
+        indent=1,
+    )[:4000]
+    assert res.code == 0, res.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["full_suite"] is True and summary["exit_code"] == 0
+    for kind in ("ps", "network", "volume"):
+        assert labelled(kind, summary["run_id"]) == []
+
+
+MISREPORTS = [
+    ("drop_failed_attempt", "retry_429", {"attempts.multiset", "steps.witness_attempts", "errors.payload_retained"}),
+    ("duplicate_attempt", "retry_429", {"attempts.multiset", "steps.witness_attempts"}),
+    ("wrong_tokens", "tool_success", {"tokens.match"}),
+    ("alter_tool_output", "tool_success", {"tools.witness_output"}),
+    ("drop_tool_record", "tool_success", {"tools.witness_ids"}),
+    ("lost_ownership", "tool_success", {"ownership.call_owner", "steps.call_refs"}),
+    ("wrong_answer_report", "tool_success", {"outcome.final_answer"}),
+]
+
+
+@pytest.mark.parametrize(("mode", "scenario", "expected"), MISREPORTS, ids=[m for m, _, _ in MISREPORTS])
+def test_misreporting_mode_fails_the_expected_checks(
+    images: Images, tmp_path: Path, mode: str, scenario: str, expected: set[str]
+) -> None:
+    out = tmp_path / "out"
+    res = hp("run", "-H", "reference", "-s", scenario, "-a", f"mode={mode}", "-o", str(out))
+    assert res.code == 1, res.stdout[-3000:] + res.stderr[-2000:]
+    result = _results(out)[scenario]
+    assert result["execution"]["status"] == "exited"
+    assert _own_failures(result) == expected

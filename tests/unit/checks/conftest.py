@@ -1,0 +1,56 @@
+"""Golden episodes captured from real runs of the reference harness, and a way to re-check mutated copies."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.checks import REGISTRY, Evidence, Status, Witness, run_checks, scope_of
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "episodes"
+
+
+@dataclass
+class Episode:
+    scenario: dict[str, Any]
+    rollout: dict[str, Any]
+    witness: list[dict[str, Any]]
+    markers: dict[str, str]
+
+    def copy(self) -> Episode:
+        return copy.deepcopy(self)
+
+    def evaluate(self) -> dict[str, tuple[Status, list[str]]]:
+        ev = Evidence(self.scenario, rollout=self.rollout, witness=Witness(self.witness), markers=self.markers)
+        return {r.id: (r.status, r.reasons) for r in run_checks(ev, scope_of(self.scenario))}
+
+    def add_event(self, event: dict[str, Any]) -> None:
+        self.witness.append(
+            {"schema": "probe-witness/v1", "seq": len(self.witness), "at": "2026-01-01T00:00:00Z", **event}
+        )
+
+
+def load_episode(name: str) -> Episode:
+    root = FIXTURES / name
+    return Episode(
+        scenario=json.loads((root / "scenario.json").read_text()),
+        rollout=json.loads((root / "rollout.json").read_text()),
+        witness=[json.loads(line) for line in (root / "witness.jsonl").read_text().splitlines() if line.strip()],
+        markers={p.name: p.read_text() for p in sorted((root / "markers").glob("*"))},
+    )
+
+
+def dependents(check_id: str) -> set[str]:
+    """Every check that (transitively) depends on check_id: these fail as `blocked` when it fails."""
+    out: set[str] = set()
+    for c in REGISTRY.values():  # registration order is dependency order
+        if check_id in c.depends_on or out & set(c.depends_on):
+            out.add(c.id)
+    return out
+
+
+Mutation = Callable[[Episode], None]

@@ -1,0 +1,73 @@
+"""The check runner: scope, dependencies (blocked checks never read input), missing input, crashes, gates."""
+
+from __future__ import annotations
+
+from orchestrator.checks import REGISTRY, Evidence, Kind, Status, Witness, gate, run_checks
+from orchestrator.checks.model import Check, CheckResult
+
+SCENARIO = {"scope": {"tools": True}, "script": []}
+
+
+def _check(id: str, fn, *, depends_on=(), scope=(), needs=("witness",), tier="P0") -> Check:  # type: ignore[no-untyped-def]
+    return Check(id, Kind.SEMANTIC, tier, ("E1",), "$", "test", needs, fn, tuple(depends_on), tuple(scope))
+
+
+def _by_id(results: list[CheckResult]) -> dict[str, CheckResult]:
+    return {r.id: r for r in results}
+
+
+def test_blocked_check_never_reads_its_input() -> None:
+    calls = []
+
+    def dependent(ev: Evidence) -> list[str]:
+        calls.append(1)
+        return []
+
+    checks = [_check("a", lambda ev: ["broken"]), _check("b", dependent, depends_on=("a",))]
+    res = _by_id(run_checks(Evidence(SCENARIO, witness=Witness([])), {"tools": True}, checks))
+    assert res["a"].status == Status.FAIL
+    assert res["b"].status == Status.FAIL and res["b"].reasons == ["blocked by a"]
+    assert calls == []
+
+
+def test_missing_input_fails_with_required_input_unavailable() -> None:
+    checks = [_check("a", lambda ev: [], needs=("rollout",))]
+    ev = Evidence(SCENARIO, witness=Witness([]))
+    ev.errors["rollout"] = "rollout.json does not exist"
+    (res,) = run_checks(ev, {}, checks)
+    assert res.status == Status.FAIL
+    assert res.reasons == ["required input unavailable: rollout.json does not exist"]
+
+
+def test_scope_makes_a_check_not_applicable_and_dependents_still_run() -> None:
+    checks = [_check("a", lambda ev: ["x"], scope=("tools",)), _check("b", lambda ev: [], depends_on=("a",))]
+    res = _by_id(run_checks(Evidence(SCENARIO, witness=Witness([])), {"tools": False}, checks))
+    assert res["a"].status == Status.NOT_APPLICABLE
+    assert res["b"].status == Status.PASS
+
+
+def test_a_crashing_check_fails_alone() -> None:
+    def boom(ev: Evidence) -> list[str]:
+        raise KeyError("model_calls")
+
+    checks = [_check("a", boom), _check("b", lambda ev: [])]
+    res = _by_id(run_checks(Evidence(SCENARIO, witness=Witness([])), {}, checks))
+    assert res["a"].status == Status.FAIL and res["a"].reasons[0].startswith("checker error: KeyError")
+    assert res["b"].status == Status.PASS
+
+
+def test_gate_counts_only_its_tier() -> None:
+    checks = [_check("p1", lambda ev: ["bad"], tier="P1"), _check("p0", lambda ev: [])]
+    results = run_checks(Evidence(SCENARIO, witness=Witness([])), {}, checks)
+    assert gate(results, "P0") is True
+    assert gate(results, "P1") is False
+
+
+def test_registry_is_in_dependency_order_with_described_checks() -> None:
+    seen: set[str] = set()
+    for check in REGISTRY.values():
+        assert set(check.depends_on) <= seen, check.id
+        assert check.description, f"{check.id} has no description"
+        assert check.kind in (Kind.SCHEMA, Kind.SEMANTIC, Kind.BEHAVIORAL)
+        assert all(label in {f"E{i}" for i in range(1, 11)} for label in check.evidence)
+        seen.add(check.id)
