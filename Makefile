@@ -24,6 +24,7 @@ help:
 	@echo "make images          build every image (reused when inputs are unchanged)"
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
 	@echo "make lint            ruff + mypy"
+	@echo "make bench           checker and audit at scale (100,000 calls; 1,000 episodes)"
 	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
 	@echo "make lock            re-lock images/*/requirements.lock from requirements.in"
 
@@ -63,8 +64,9 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check orchestrator proxy_addons tests images
 	$(VENV)/bin/mypy
 
+# Scale targets (no Docker): checks over one rollout of 100,000 calls, and an audit of 1,000 saved episodes.
 bench: $(VENV)/.installed
-	@echo "no benchmarks yet" >&2
+	$(VENV)/bin/python -m tests.bench.audit_scale 1000 100000
 
 cleanup: docker-check
 	$(HP) cleanup

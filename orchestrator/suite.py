@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import shlex
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -112,6 +114,7 @@ def run_suite(
         "run_id": run_id,
         "started_at": started_at,
         "tool_version": __version__,
+        "command": shlex.join(["harness-probe", *sys.argv[1:]]),
         "harnesses": [{"name": h.name, "options": h.options} for h in cfg.harnesses],
         "scenarios": [{"name": s.name, "sha256": s.sha256} for s in cfg.scenarios],
         "images": {

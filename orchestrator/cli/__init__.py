@@ -10,7 +10,7 @@ import click
 import typer
 
 from orchestrator import __version__
-from orchestrator.cli import audit, cleanup, doctor, harnesses, images, run, scenarios
+from orchestrator.cli import audit, cleanup, doctor, harnesses, images, results, run, scenarios
 from orchestrator.logs import LogFormat, configure_logging
 
 __all__ = ["app", "main"]
@@ -33,6 +33,7 @@ app.command("audit")(audit.audit_command)
 app.add_typer(scenarios.app, name="scenarios")
 app.add_typer(harnesses.app, name="harnesses")
 app.add_typer(images.app, name="images")
+app.add_typer(results.app, name="results")
 app.command("cleanup")(cleanup.cleanup)
 app.command("doctor")(doctor.doctor)
 

@@ -45,7 +45,8 @@ def test_tool_success_passes_and_leaves_nothing(images: Images, out_dir: Path) -
     result = load_json(ep / "scenario_result.json", "scenario-result/v1")
     assert result["verdict"] == "pass"
     assert result["execution"] == {**result["execution"], "status": "exited", "exit_code": 0}
-    assert {c["status"] for c in result["checks"]} == {"pass"}
+    assert {c["status"] for c in result["checks"]} <= {"pass", "not_applicable"}
+    assert sum(c["status"] == "pass" for c in result["checks"]) >= 30
 
     runtime = load_json(ep / "runtime.json", "runtime/v1")
     assert runtime["harness"]["version"] == "probe-reference 0.1.0"

@@ -1,0 +1,76 @@
+"""`harness-probe results`: publish a run's measured results under docs/results/, and regenerate the pages."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from orchestrator.images import REPO_ROOT
+from orchestrator.report.results import label_matrix, render_results
+
+app = typer.Typer(
+    help="Measured results pages under docs/results/ (generated, never hand-written).", no_args_is_help=True
+)
+
+DOCS = REPO_ROOT / "docs" / "results"
+# What a page is rendered from: small enough to commit, enough to regenerate the page and the matrix.
+_SAVED = ("summary.json", "suite.json")
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    typer.echo(f"wrote {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
+
+
+def _render(harness: str) -> None:
+    saved = DOCS / "runs" / harness
+    regenerate = f"harness-probe results render {harness}"
+    _write(DOCS / f"{harness}.md", render_results(saved, harness, regenerate))
+
+
+@app.command("publish")
+def publish(
+    run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")],
+    harness: Annotated[str, typer.Option("--harness", "-H", help="The harness whose results to publish.")],
+) -> None:
+    """Save the run's summary into docs/results/runs/HARNESS/ and render docs/results/HARNESS.md and the matrix."""
+    if not (run_dir / "summary.json").is_file():
+        typer.echo(f"harness-probe: {run_dir} has no summary.json (an interrupted run certifies nothing)", err=True)
+        raise typer.Exit(2)
+    dest = DOCS / "runs" / harness
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for name in _SAVED:
+        shutil.copy2(run_dir / name, dest / name)
+    runtimes = sorted(run_dir.glob(f"{harness}/*/runtime.json"))
+    if not runtimes:
+        typer.echo(f"harness-probe: the run has no episode of {harness!r}", err=True)
+        raise typer.Exit(2)
+    (dest / harness).mkdir()
+    shutil.copy2(runtimes[0], dest / harness / "runtime.json")
+    _render(harness)
+    matrix()
+
+
+@app.command("render")
+def render(harness: Annotated[str, typer.Argument(help="A harness with a saved run in docs/results/runs/.")]) -> None:
+    """Regenerate docs/results/HARNESS.md from its saved run."""
+    _render(harness)
+
+
+@app.command("matrix")
+def matrix() -> None:
+    """Regenerate docs/results/README.md: every probed harness x evidence label E1-E10."""
+    summaries: dict[str, dict[str, Any]] = {}
+    for saved in sorted((DOCS / "runs").glob("*/summary.json")):
+        name = saved.parent.name
+        runtime = next(iter(sorted(saved.parent.glob(f"{name}/runtime.json"))), None)
+        version = json.loads(runtime.read_text())["harness"]["version"] if runtime else None
+        summaries[name] = {"summary": json.loads(saved.read_text()), "version": version}
+    _write(DOCS / "README.md", label_matrix(summaries))

@@ -1,0 +1,125 @@
+"""Benchmark: the checker and the offline audit at scale (1,000 episodes; one rollout of 100,000 calls).
+
+Run with `make bench`. Prints wall time and peak memory; targets live here, not in timed tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from orchestrator.audit import audit
+from orchestrator.checks import Evidence, Status, read_witness, run_checks, scope_of
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "episodes" / "tool_success"
+TS = "2026-01-01T00:00:00.000Z"
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_many_episodes(n: int, tmp: Path) -> None:
+    src = tmp / "saved"
+    for i in range(n):
+        shutil.copytree(FIXTURE, src / "reference" / f"ep{i:05d}")
+    t0 = time.perf_counter()
+    res = audit(src, tmp / "audited")
+    dt = time.perf_counter() - t0
+    assert res.exit_code == 0, res.exit_code
+    print(f"audit of {n} episodes: {dt:.1f} s ({1000 * dt / n:.1f} ms/episode), peak RSS {_peak_mib():.0f} MiB")
+
+
+def _synthetic(n: int) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, str]]:
+    """An honest episode with n model calls: n-1 tool-call replies, then the final answer."""
+    scenario = json.loads((FIXTURE / "scenario.json").read_text())
+    scenario["script"] = [{"tool_calls": [{"exit_code": 0}]}] * (n - 1) + [{"final_answer": "PROBE_DONE"}]
+    inv = "inv-1"
+    calls, steps, tools, conv, events, markers = [], [], [], [{"role": "user", "content": "task"}], [], {}
+
+    def event(event_kind: str, **fields: Any) -> None:
+        events.append({"schema": "probe-witness/v1", "event": event_kind, "seq": len(events), "at": TS, **fields})
+
+    event("start", scenario="tool_success", addon_version="bench")
+    for i in range(n):
+        final = i == n - 1
+        rid, cid, token = f"chatcmpl-{i}", f"call_{i}", f"probe_{i}"
+        usage = {"prompt": 100 + i, "completion": 7, "reasoning": 2, "total": 107 + i, "cached": 3}
+        calls.append({
+            "model_call_id": f"mc-{i}", "started_at": TS, "completed_at": TS, "protocol": "chat", "status_code": 200,
+            "response_id": rid, "finish_reason": "stop" if final else "tool_calls", "error_category": None,
+            "token_stats": usage, "invocation_id": inv,
+        })  # fmt: skip
+        steps.append({"step_no": i + 1, "invocation_id": inv, "timestamp": TS, "model_call_refs": [f"mc-{i}"]})
+        args = {"command": f"echo {token}"}
+        event(
+            "attempt", attempt_id=f"attempt-{i}", kind="model", model_attempt=i, started_at=TS, completed_at=TS,
+            method="POST", path="/v1/chat/completions", protocol="chat", stream=False, headers={}, request=None,
+            request_sha256=None, status=200, response=None, sse_events=None, ended="complete", response_id=rid,
+            finish_reason="stop" if final else "tool_calls", usage=usage, step=i,
+            reply_kind="final_answer" if final else "tool_calls", answer="PROBE_DONE" if final else None,
+            tool_call_ids=[] if final else [cid],
+        )  # fmt: skip
+        if final:
+            conv.append({"role": "assistant", "content": "PROBE_DONE"})
+            break
+        event("tool_call", attempt_id=f"attempt-{i}", tool_call_id=cid, name="bash", arguments=args,
+              command=args["command"], marker_path=f"/probe/markers/{cid}.txt", token=token, exit_code=0)  # fmt: skip
+        event("tool_result_seen", attempt_id=f"attempt-{i + 1}", tool_call_id=cid, output=token + "\n",
+              token_present=True)  # fmt: skip
+        event("marker", tool_call_id=cid, present=True, matches=True)
+        markers[f"{cid}.txt"] = token
+        conv.append({"role": "assistant", "content": None, "tool_calls": [{"tool_call_id": cid, "tool_name": "bash",
+                                                                        "arguments": args}]})  # fmt: skip
+        conv.append({"role": "tool", "content": token + "\n", "tool_call_id": cid})
+        tools.append({"tool_call_id": cid, "tool_name": "bash", "arguments": args, "status": "succeeded",
+                      "exit_code": 0, "output": token + "\n", "invocation_id": inv, "step_no": i + 1})  # fmt: skip
+    event("end", attempts=n, finished=True)
+    rollout = {
+        "schema": "probe-rollout/v1", "harness": {"name": "reference", "version": "bench"}, "task_id": "t",
+        "rollout_id": "r", "model_calls": calls,
+        "invocations": [{"invocation_id": inv, "parent_invocation_id": None,
+                         "model_call_refs": [c["model_call_id"] for c in calls], "conversation": conv}],
+        "steps": steps, "tool_calls": tools,
+        "outcome": {"final_answer": "PROBE_DONE", "status": "completed", "failure_kind": None, "failure_reason": None},
+        "gaps": [],
+    }  # fmt: skip
+    return scenario, rollout, events, markers
+
+
+def bench_big_rollout(n: int, tmp: Path) -> None:
+    scenario, rollout, events, markers = _synthetic(n)
+    witness = tmp / "witness.jsonl"
+    witness.write_text("".join(json.dumps(e) + "\n" for e in events))
+    t0 = time.perf_counter()
+    w = read_witness(witness)
+    t1 = time.perf_counter()
+    ev = Evidence(scenario, rollout=copy.deepcopy(rollout), witness=w, markers=markers)
+    results = run_checks(ev, scope_of(scenario))
+    t2 = time.perf_counter()
+    failed = [r.id for r in results if r.status == Status.FAIL]
+    assert not failed, failed
+    print(
+        f"rollout of {n} calls ({len(events)} witness lines): read+validate witness {t1 - t0:.1f} s, "
+        f"all checks {t2 - t1:.1f} s, peak RSS {_peak_mib():.0f} MiB"
+    )
+
+
+def main() -> None:
+    episodes = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    calls = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+    with tempfile.TemporaryDirectory() as d:
+        bench_big_rollout(calls, Path(d))
+    with tempfile.TemporaryDirectory() as d:
+        bench_many_episodes(episodes, Path(d))
+
+
+if __name__ == "__main__":
+    main()
