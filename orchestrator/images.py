@@ -30,7 +30,7 @@ _CONTEXT_MTIME = 1_700_000_000
 _CONTEXT_FORMAT = 2
 _SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
-__all__ = ["BuildError", "BuildOptions", "BuiltImage", "ImageBuilder", "image_names"]
+__all__ = ["BuildError", "BuildOptions", "BuiltImage", "ImageBuilder", "image_names", "parent_of"]
 
 
 class BuildError(RuntimeError):
@@ -56,6 +56,12 @@ class BuiltImage:
 
 def image_names() -> list[str]:
     return sorted(p.name for p in IMAGES_DIR.iterdir() if (p / "Dockerfile").is_file())
+
+
+def parent_of(name: str) -> str:
+    """The image an image builds FROM: `base`, unless its folder names another in a PARENT file."""
+    marker = IMAGES_DIR / name / "PARENT"
+    return marker.read_text().strip() if marker.is_file() else "base"
 
 
 def _extra_context(name: str) -> dict[str, Path]:
@@ -127,8 +133,11 @@ class ImageBuilder:
             return self._done[name]
         if not (IMAGES_DIR / name / "Dockerfile").is_file():
             raise BuildError(f"no image named {name!r} (known: {', '.join(image_names())})")
-        parent_id = self.ensure_debian() if name == "base" else self.build("base").image_id
-        parent_arg = DEBIAN_TAG if name == "base" else self.build("base").tag
+        if name == "base":
+            parent_id, parent_arg = self.ensure_debian(), DEBIAN_TAG
+        else:
+            parent = self.build(parent_of(name))
+            parent_id, parent_arg = parent.image_id, parent.tag
         files = _context_files(name, self._extra_ca)
         digests = {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
         h = hashlib.sha256()

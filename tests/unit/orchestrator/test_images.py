@@ -44,3 +44,11 @@ def test_every_image_pins_its_python_packages() -> None:
             text = req.read_text()
             assert "--hash=sha256:" in text, f"{name}: lock has no hashes"
             assert "--require-hashes" in (images.IMAGES_DIR / name / "Dockerfile").read_text()
+
+
+def test_parent_defaults_to_base_and_can_be_named() -> None:
+    assert images.parent_of("reference") == "base"
+    assert images.parent_of("node") == "base"
+    for name in images.image_names():
+        if name != "base":
+            assert images.parent_of(name) in images.image_names(), name
