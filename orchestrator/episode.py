@@ -8,7 +8,7 @@ import os
 import time
 import traceback
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -86,8 +86,11 @@ def run_episode(
         execution.update(status="skipped", error=override["reason"])
         return _finish(paths, harness, scenario, run_id, episode_id, started, execution, None)
 
-    # The scenario as the proxy played it, kept with the evidence so an audit can re-check offline.
-    paths.scenario.write_bytes(scenario.provider_json())
+    # The scenario as the proxy played it, kept with the evidence so an audit can re-check offline. A harness
+    # that must receive its final answer in a form of its own says so in the profile the proxy reads.
+    profile = harness.harness_profile()
+    played = replace(scenario, data={**scenario.data, "harness_profile": profile}) if profile else scenario
+    paths.scenario.write_bytes(played.provider_json())
     ctx = LaunchContext(task_id=scenario.name)
     launch = harness.launch(scenario, ctx)
     write_json(
@@ -129,7 +132,7 @@ def run_episode(
                 network=str(net.name),
                 aliases=["provider"],
                 volumes={str(markers.name): {"bind": ctx.markers, "mode": "ro"}},
-                files={"/probe/scenario/scenario.json": scenario.provider_json()},
+                files={"/probe/scenario/scenario.json": played.provider_json()},
                 files_base="/probe/scenario",
                 labels={**labels, "harness-probe.role": "proxy"},
                 mem_limit="1g",

@@ -31,6 +31,8 @@ from proxy_addons.shell_tool import (
     ShellTool,
     build_arguments,
     expected_output,
+    final_submit_command,
+    final_submit_output,
     find_shell_tool,
     marker_path,
     scripted_command,
@@ -193,6 +195,13 @@ class Interpreter:
         self.recorder.write("start", fields)
 
     def finish(self) -> None:
+        # A final-submit call's result never comes back (the harness ends after running it), so its marker is
+        # checked here, once the harness has stopped, rather than when a later request shows the result.
+        for call_id, state in self._calls.items():
+            if state.call.final_submit and not state.verified:
+                present, matches = check_marker(state.call.marker_path, state.call.token)
+                self.recorder.write("marker", {"tool_call_id": call_id, "present": present, "matches": matches})
+                state.marker = (present, matches)
         self.recorder.write("end", {"attempts": self.recorder.attempts_written, "finished": self._final_sent})
 
     # -- requests --------------------------------------------------------------------------------
@@ -431,15 +440,22 @@ class Interpreter:
         step = self.scenario.steps[step_index]
         calls: tuple[IssuedToolCall, ...] = ()
         text: str | None = None
-        if isinstance(step, FinalAnswerStep):
-            text = step.answer
+        answer: str | None = None
+        prefix = self.scenario.final_answer_shell_prefix
+        if isinstance(step, FinalAnswerStep) and prefix is None:
+            text = answer = step.answer
         else:
             shell = find_shell_tool(model_request.tools)
             if shell is None:
                 names = ", ".join(tool.name for tool in model_request.tools) or "none"
                 detail = f"the script needs a shell tool call but none usable was advertised (tools: {names})"
                 return self._reject(attempt, "no_shell_tool", detail)
-            calls = tuple(self._new_call(codec, shell, spec) for spec in step.calls)
+            if isinstance(step, FinalAnswerStep):
+                # The harness takes its final answer only from a command's output (harness_profile).
+                answer = step.answer
+                calls = (self._final_submit_call(codec, shell, prefix or "", step.answer),)
+            else:
+                calls = tuple(self._new_call(codec, shell, spec) for spec in step.calls)
         usage = usage_for_attempt(model_attempt) if self.scenario.usage else None
         reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=calls, text=text, usage=usage)
         rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
@@ -451,8 +467,8 @@ class Interpreter:
             self._write_tool_call(attempt, call)
             self._sent[call.call_id] = _CallState(call=call, attempt_id=attempt.attempt_id)
         reply_facts: dict[str, Any] = {
-            "reply_kind": "final_answer" if text is not None else "tool_calls",
-            "answer": text,
+            "reply_kind": "final_answer" if answer is not None else "tool_calls",
+            "answer": answer,
             "tool_call_ids": [call.call_id for call in calls],
         }
         if cut is not None:
@@ -475,7 +491,7 @@ class Interpreter:
         for call in calls:
             self._calls[call.call_id] = self._sent[call.call_id]
         self._step += 1
-        if text is not None:
+        if answer is not None:
             self._final_sent = True
         headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
         return OutgoingResponse(200, headers, rendered.body)
@@ -546,6 +562,8 @@ class Interpreter:
         }
         if call.namespace is not None:
             fields["namespace"] = call.namespace
+        if call.final_submit:
+            fields["final_submit"] = True
         self.recorder.write("tool_call", fields)
 
     def _new_call(self, codec: Codec, shell: ShellTool, spec: ToolCallSpec) -> IssuedToolCall:
@@ -562,6 +580,23 @@ class Interpreter:
             token=token,
             exit_code=spec.exit_code,
             expected_output=expected_output(token),
+        )
+
+    def _final_submit_call(self, codec: Codec, shell: ShellTool, prefix: str, answer: str) -> IssuedToolCall:
+        call_id = codec.new_tool_call_id()
+        token = f"probe_{uuid.uuid4().hex}"
+        command = final_submit_command(self.markers_dir, call_id, token, prefix, answer)
+        return IssuedToolCall(
+            call_id=call_id,
+            name=shell.name,
+            namespace=shell.namespace,
+            arguments=build_arguments(shell, command),
+            command=command,
+            marker_path=marker_path(self.markers_dir, call_id),
+            token=token,
+            exit_code=0,
+            expected_output=final_submit_output(prefix, answer),
+            final_submit=True,
         )
 
     # -- side requests and refusals --------------------------------------------------------------

@@ -88,6 +88,8 @@ class IssuedToolCall:
     expected_output: str
     # Namespace the tool was advertised under (Responses `namespace` tools), echoed on the call.
     namespace: str | None = None
+    # The call that delivers the final answer through the shell: the harness ends after running it.
+    final_submit: bool = False
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,9 @@ class Scenario:
     steps: tuple[Step, ...]
     faults: tuple[Fault, ...]
     sha256: str | None = None
+    # From `harness_profile.final_answer` (set by the orchestrator per harness): when set, the final answer is
+    # played as one shell call whose output is this prefix line followed by the answer.
+    final_answer_shell_prefix: str | None = None
 
     def fault_for(self, model_attempt: int) -> Fault | None:
         """Return the fault that answers `model_attempt`, if any.
@@ -142,7 +145,36 @@ def parse_scenario(data: object, sha256: str | None = None) -> Scenario:
         raise ScenarioError("scenario `usage` must be a boolean")
     steps = _parse_steps(doc.get("script"))
     faults = _parse_faults(doc.get("faults", []))
-    return Scenario(name=name, model=model, usage=usage, steps=steps, faults=faults, sha256=sha256)
+    prefix = _final_answer_shell_prefix(doc.get("harness_profile"))
+    return Scenario(
+        name=name,
+        model=model,
+        usage=usage,
+        steps=steps,
+        faults=faults,
+        sha256=sha256,
+        final_answer_shell_prefix=prefix,
+    )
+
+
+def _final_answer_shell_prefix(value: object) -> str | None:
+    """The prefix of `harness_profile.final_answer` when the final answer goes through the shell, else None."""
+    if value is None:
+        return None
+    profile = _mapping(value, "harness_profile")
+    foreign = set(profile) - {"final_answer"}
+    if foreign:
+        raise ScenarioError(f"harness_profile: unknown key(s) {sorted(foreign)}")
+    if profile.get("final_answer") is None:
+        return None
+    final = _mapping(profile["final_answer"], "harness_profile.final_answer")
+    if final.get("via") != "shell" or set(final) != {"via", "prefix"}:
+        raise ScenarioError("harness_profile.final_answer must be exactly {via: shell, prefix: ...}")
+    prefix = final["prefix"]
+    # The harness reads the prefix as the first output line: it must be one non-empty line.
+    if not isinstance(prefix, str) or not prefix.strip() or "\n" in prefix or "\r" in prefix:
+        raise ScenarioError("harness_profile.final_answer.prefix must be one non-empty line")
+    return prefix
 
 
 def _mapping(value: object, what: str) -> Mapping[str, Any]:

@@ -122,6 +122,22 @@ def expected_output(token: str) -> str:
     return f"{token}\n"
 
 
+def final_submit_command(markers_dir: str, call_id: str, token: str, prefix: str, answer: str) -> str:
+    """The command delivering a final answer through the shell: writes the marker silently (so the output
+    starts with the prefix line the harness looks for), then prints the prefix, a newline and the answer."""
+    q = shlex.quote
+    marker = marker_path(markers_dir, call_id)
+    # No trailing newline: a harness taking "everything after the prefix line" then submits exactly the answer.
+    return (
+        f"mkdir -p {q(markers_dir)} && printf '%s' {q(token)} > {q(marker)} && printf '%s\\n%s' {q(prefix)} {q(answer)}"
+    )
+
+
+def final_submit_output(prefix: str, answer: str) -> str:
+    """What the final-submit command prints on stdout."""
+    return f"{prefix}\n{answer}"
+
+
 class _Impossible:
     """Sentinel: a required property we cannot fill."""
 

@@ -59,6 +59,9 @@ def results_seen(ev: Evidence) -> list[str]:
     """Every tool call's output went back to the model: a later request carried a result with the token."""
     reasons = []
     for call in ev.w.tool_calls():
+        if call.get("final_submit"):
+            # The final answer delivered through the shell: the harness ends on it, so nothing carries it back.
+            continue
         seen = ev.w.results_seen(call["tool_call_id"])
         if not seen:
             reasons.append(f"{call['tool_call_id']}: no later request carried its result")

@@ -120,6 +120,9 @@ def witness_output(ev: Evidence) -> list[str]:
     records = _records(ev)
     reasons = []
     for call in ev.w.tool_calls():
+        if call.get("final_submit"):
+            # The model never saw a result of the final-submit call (the harness ended on it): nothing to compare.
+            continue
         t = records[call["tool_call_id"]]
         for seen in {s["output"] for s in ev.w.results_seen(call["tool_call_id"])}:
             if t.get("output") != seen:

@@ -10,6 +10,7 @@ __all__ = ["HARNESSES", "Harness", "Launch", "LaunchContext", "NormalizeError", 
 
 HARNESSES: dict[str, str] = {
     "reference": "orchestrator.harnesses.reference:ReferenceHarness",
+    "mini-swe-agent": "orchestrator.harnesses.mini_swe_agent:MiniSweAgentHarness",
 }
 
 

@@ -45,6 +45,9 @@ class Harness(ABC):
     native_paths: ClassVar[tuple[str, ...]] = ()  # container paths copied into native/ untouched
     version_command: ClassVar[tuple[str, ...]] = ()
     options_help: ClassVar[dict[str, str]] = {}
+    # A harness that ends only through its shell (mini-SWE-agent) names the output prefix that makes a command
+    # its submission; the proxy then plays the final answer as one shell call printing PREFIX, newline, ANSWER.
+    final_answer_via_shell: ClassVar[str | None] = None
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         self.options = dict(options or {})
@@ -60,6 +63,12 @@ class Harness(ABC):
     @abstractmethod
     def normalize(self, native_dir: Path) -> dict[str, Any]:
         """native/ -> a probe-rollout/v1 dict, from what the harness itself reported and nothing else."""
+
+    def harness_profile(self) -> dict[str, Any] | None:
+        """What the proxy must know about this harness to play a scenario to it (scenario key `harness_profile`)."""
+        if self.final_answer_via_shell is None:
+            return None
+        return {"final_answer": {"via": "shell", "prefix": self.final_answer_via_shell}}
 
     def parse_version(self, output: str) -> str:
         return output.strip().splitlines()[-1] if output.strip() else ""
