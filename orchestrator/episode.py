@@ -27,7 +27,7 @@ log = structlog.get_logger(__name__)
 
 __all__ = ["EpisodeImages", "now_iso", "run_episode", "write_json"]
 
-PROXY_READY = b"listening at"
+PROXY_READY = b"DNS server listening at"
 PROXY_STOP_SECONDS = 10
 
 
@@ -136,6 +136,8 @@ def run_episode(
                 files_base="/probe/scenario",
                 labels={**labels, "harness-probe.role": "proxy"},
                 mem_limit="1g",
+                # The proxy is also the harness's DNS server (E10); port 53 without any capability.
+                sysctls={"net.ipv4.ip_unprivileged_port_start": "0"},
             )
             harness_spec = ContainerSpec(
                 image=images.harness.tag,
@@ -155,6 +157,9 @@ def run_episode(
                 proxy.start()
                 try:
                     proxy.wait_for_log(PROXY_READY, timeout=60)
+                    # Every name the harness looks up goes to the proxy, which answers `provider` itself and
+                    # witnesses anything else as egress; Docker's embedded resolver is not used.
+                    harness_spec.dns = [proxy.address(str(net.name))]
                     with engine.container(harness_spec) as hc:
                         t0 = time.monotonic()
                         hc.start()

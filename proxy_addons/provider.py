@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import sys
 from typing import Any
 
-from mitmproxy import ctx, exceptions, http
+from mitmproxy import ctx, dns, exceptions, http
+from mitmproxy.net.dns import response_codes, types
 
 from proxy_addons import __version__
+from proxy_addons.egress import answer_question, own_address
 from proxy_addons.interpreter import IncomingRequest, Interpreter, OutgoingResponse
 from proxy_addons.responder import ABORT_HEADER, LOOPBACK, PLAN_HEADER, StreamingResponder
 from proxy_addons.scenario import ScenarioError, load_scenario
@@ -41,6 +44,7 @@ class ScriptedProvider:
         self.responder = StreamingResponder(clock=utc_timestamp)
         self._active: tuple[str, str, str] | None = None
         self._fatal: str | None = None
+        self._own_ip: str | None = None
         self._stopping = False
 
     async def running(self) -> None:
@@ -125,6 +129,33 @@ class ScriptedProvider:
             self._refuse(flow)
         else:
             self._route_to_responder(flow, answer)
+
+    def dns_request(self, flow: dns.DNSFlow) -> None:
+        """The harness container's resolver is this proxy: answer `provider`, refuse and witness the rest (E10)."""
+        interpreter = self.interpreter
+        if self._fatal is not None or interpreter is None:
+            flow.response = flow.request.fail(response_codes.SERVFAIL)
+            return
+        if self._own_ip is None:
+            self._own_ip = own_address()
+        answers = []
+        refused = False
+        for q in flow.request.questions:
+            decision = answer_question(q.name, q.type, self._own_ip)
+            if decision.egress:
+                refused = True
+                try:
+                    interpreter.recorder.write(
+                        "egress", {"kind": "dns", "target": q.name.rstrip("."), "detail": _qtype_name(q.type)}
+                    )
+                except WitnessWriteError as exc:
+                    self._die(f"witness write failed: {exc}")
+            elif decision.address is not None:
+                answers.append(dns.ResourceRecord.A(q.name, ipaddress.IPv4Address(decision.address)))
+        if refused:
+            flow.response = flow.request.fail(response_codes.NXDOMAIN)
+        else:
+            flow.response = flow.request.succeed(answers)
 
     def _route_to_responder(self, flow: http.HTTPFlow, answer: TimedResponse) -> None:
         """Send the flow to the streaming responder, which plays the timed reply with real waits."""
@@ -215,6 +246,10 @@ class ScriptedProvider:
             print(message, file=sys.stderr, flush=True)
             if shutdown:
                 ctx.master.shutdown()  # type: ignore[no-untyped-call]
+
+
+def _qtype_name(qtype: int) -> str:
+    return str(types.to_str(qtype))
 
 
 addons = [ScriptedProvider()]

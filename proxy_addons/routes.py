@@ -34,7 +34,18 @@ MODEL_PATHS: dict[str, str] = {
 }
 MODELS_PATH = "/v1/models"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
-PROBE_ROUTES = frozenset({("GET", "/api/v1/models"), ("POST", "/api/show"), ("GET", "/api/tags")})
+PROBE_ROUTES = frozenset(
+    {
+        # Ollama- and OpenRouter-style model metadata (Hermes probes these before its first chat request).
+        ("GET", "/api/v1/models"),
+        ("POST", "/api/show"),
+        ("GET", "/api/tags"),
+        # llama.cpp / vLLM-style server-type probes (Hermes 0.19.0 tries them after /api/tags answers 404).
+        ("GET", "/v1/props"),
+        ("GET", "/props"),
+        ("GET", "/version"),
+    }
+)
 
 
 def bare_path(path: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,17 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
 LABELS = tuple(f"E{i}" for i in range(1, 11))
 
 
+def _labels_of(check: dict[str, Any]) -> set[str]:
+    """The labels a check result speaks for: a blocked result speaks for none (its blocker is counted), and a
+    failed gap check only for the labels its gaps void."""
+    if check["status"] == "fail" and check["reasons"] and check["reasons"][0].startswith("blocked by"):
+        return set()
+    if check["id"] == "gaps.none_voiding" and check["status"] == "fail":
+        voided = " ".join(re.findall(r"\(voids ([^)]*)\)", " ".join(check["reasons"])))
+        return set(re.findall(r"E10|E[1-9]", voided))
+    return set(check.get("evidence", []))
+
+
 def label_matrix(summaries: dict[str, dict[str, Any]]) -> str:
     """docs/results/README.md: every probed harness x evidence label, from the saved runs only."""
     lines = [
@@ -125,7 +137,8 @@ def label_matrix(summaries: dict[str, dict[str, Any]]) -> str:
         "each harness's page has the check-by-scenario table.",
         "",
         "A label is ✓ when every applicable check carrying it passed in every scenario of the run, "
-        "✗ with the number of failing check results otherwise, — when no check with it applied.",
+        "✗ with the number of failing check results otherwise (results blocked by another failure are not "
+        "counted; a gap counts against the labels it voids), — when no check with it applied.",
         "",
         "| harness | version | " + " | ".join(LABELS) + " | verdict |",
         "| --- | --- | " + " | ".join(":---:" for _ in LABELS) + " | --- |",
@@ -134,9 +147,7 @@ def label_matrix(summaries: dict[str, dict[str, Any]]) -> str:
         harness = next(h for h in summary["harnesses"] if h["name"] == name)
         cells = []
         for label in LABELS:
-            statuses = [
-                c["status"] for e in harness["scenarios"] for c in e["checks"] if label in c.get("evidence", [])
-            ]
+            statuses = [c["status"] for e in harness["scenarios"] for c in e["checks"] if label in _labels_of(c)]
             failed = sum(1 for s in statuses if s == "fail")
             cells.append(f"✗ {failed}" if failed else ("✓" if "pass" in statuses else "—"))
         lines.append(f"| [{name}]({name}.md) | `{version}` | " + " | ".join(cells) + f" | {harness['verdict']} |")

@@ -66,6 +66,7 @@ class ContainerSpec:
     pids_limit: int = 512
     cap_drop_all: bool = True
     dns: list[str] | None = None
+    sysctls: dict[str, str] = field(default_factory=dict)
 
 
 class RunningContainer:
@@ -127,6 +128,11 @@ class RunningContainer:
             self._c.stop(timeout=timeout)
         except docker.errors.APIError as exc:
             log.debug("stop failed", container=self.name, error=str(exc))
+
+    def address(self, network: str) -> str:
+        """The container's IPv4 address on one of its networks."""
+        self._c.reload()
+        return str(self._c.attrs["NetworkSettings"]["Networks"][network]["IPAddress"])
 
     def state(self) -> dict[str, Any]:
         self._c.reload()
@@ -226,6 +232,8 @@ class Engine:
             host_kwargs["cap_drop"] = ["ALL"]
         if spec.dns is not None:
             host_kwargs["dns"] = spec.dns
+        if spec.sysctls:
+            host_kwargs["sysctls"] = spec.sysctls
         networking = None
         if spec.network:
             networking = {spec.network: self.client.api.create_endpoint_config(aliases=spec.aliases or None)}

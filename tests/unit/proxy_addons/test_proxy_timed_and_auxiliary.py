@@ -173,7 +173,14 @@ def test_anthropic_model_routes_answer_in_the_anthropic_shape(make_provider: Mak
 
 @pytest.mark.parametrize(
     ("method", "path", "status"),
-    [("GET", "/api/v1/models", 404), ("POST", "/api/show", 404), ("GET", "/api/v1/models/x/endpoints", 404)],
+    [
+        ("GET", "/api/v1/models", 404),
+        ("POST", "/api/show", 404),
+        ("GET", "/api/v1/models/x/endpoints", 404),
+        ("GET", "/v1/props", 404),
+        ("GET", "/props", 404),
+        ("GET", "/version", 404),
+    ],
 )
 def test_other_dialects_metadata_probes_are_auxiliary_404s(
     make_provider: MakeProvider, method: str, path: str, status: int
