@@ -209,12 +209,18 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
     return []
 
 
+def _body(attempt: dict[str, Any]) -> Any:
+    # The parsed body, not the raw bytes: a client may re-serialize the same request with another key order
+    # (Codex does); only a body that is not JSON is compared by its hash.
+    return attempt["request"] if attempt.get("request") is not None else attempt.get("request_sha256")
+
+
 @check(
     "attempts.retry_identical",
     kind=Kind.BEHAVIORAL,
     tier="P1",
     evidence=("E1",),
-    location="$[?(@.event=='attempt')].request_sha256",
+    location="$[?(@.event=='attempt')].request",
     needs=("witness",),
     scope=("errors_expected",),
 )
@@ -223,6 +229,6 @@ def attempts_retry_identical(ev: Evidence) -> list[str]:
     attempts = ev.w.attempts("model")
     reasons = []
     for prev, nxt in itertools.pairwise(attempts):
-        if witness_key(prev)[0] != "ok" and prev.get("request_sha256") != nxt.get("request_sha256"):
+        if witness_key(prev)[0] != "ok" and _body(prev) != _body(nxt):
             reasons.append(f"{nxt['attempt_id']} differs from the failed {prev['attempt_id']} it retried")
     return reasons

@@ -11,6 +11,8 @@ __all__ = ["HARNESSES", "Harness", "Launch", "LaunchContext", "NormalizeError", 
 HARNESSES: dict[str, str] = {
     "reference": "orchestrator.harnesses.reference:ReferenceHarness",
     "mini-swe-agent": "orchestrator.harnesses.mini_swe_agent:MiniSweAgentHarness",
+    "hermes": "orchestrator.harnesses.hermes:HermesHarness",
+    "opencode": "orchestrator.harnesses.opencode:OpenCodeHarness",
 }
 
 

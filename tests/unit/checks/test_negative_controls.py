@@ -170,7 +170,7 @@ def m_steps_witness(ep: Episode) -> None:
 
 def m_retry_identical(ep: Episode) -> None:
     model = [a for a in _witness(ep, "attempt") if a["kind"] == "model"]
-    model[1]["request_sha256"] = "0" * 64
+    model[1]["request"] = {**model[1]["request"], "temperature": 0.5}
 
 
 def m_witness_ids(ep: Episode) -> None:

@@ -1,0 +1,257 @@
+"""Reads what Hermes itself wrote (state.db through a read-only copy, request dumps) into plain typed records."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from orchestrator.harnesses.base import NormalizeError
+
+__all__ = [
+    "DB_FILES",
+    "Message",
+    "NativeLog",
+    "RequestDump",
+    "Session",
+    "ToolRequest",
+    "epoch_utc",
+    "naive_utc",
+    "read_native",
+]
+
+# The database and its WAL sidecars: a run killed before Hermes closed the store leaves its last writes in -wal.
+DB_FILES = ("state.db", "state.db-wal", "state.db-shm")
+_SESSION_COLUMNS = (
+    "id, source, model, parent_session_id, started_at, ended_at, end_reason, system_prompt, api_call_count, "
+    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, estimated_cost_usd"
+)
+_MESSAGE_COLUMNS = (
+    "id, session_id, role, content, api_content, tool_call_id, tool_calls, tool_name, timestamp, finish_reason"
+)
+_AGGREGATES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """One entry of an assistant message's tool_calls, as Hermes stored it."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: Any  # parsed JSON object, or the raw string when it is not JSON
+
+
+@dataclass(frozen=True)
+class Message:
+    row_id: int
+    session_id: str
+    role: str
+    content: str | None
+    api_content: str | None  # the exact text sent to the model, when it differs from content
+    tool_call_id: str | None
+    tool_requests: tuple[ToolRequest, ...]
+    tool_name: str | None
+    timestamp: float | None
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    source: str | None
+    model: str | None
+    parent_id: str | None
+    started_at: float | None
+    ended_at: float | None
+    end_reason: str | None
+    system_prompt: str | None
+    api_call_count: int | None
+    aggregates: dict[str, Any]  # session-wide token totals and cost: never per call
+    messages: list[Message] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RequestDump:
+    """A request Hermes dumped to sessions/ when it gave up on it (non-retryable error or retries exhausted)."""
+
+    name: str
+    session_id: str | None
+    timestamp: str | None  # naive local time as Hermes wrote it
+    reason: str | None
+    url: str | None
+    error: dict[str, Any]
+
+
+@dataclass
+class NativeLog:
+    sessions: list[Session]
+    dumps: list[RequestDump]
+    problems: list[tuple[str, str]]  # (gap code, detail) for records that were present but unreadable
+
+
+def read_native(native_dir: Path) -> NativeLog:
+    """native/ -> sessions with their messages, plus request dumps; NormalizeError when state.db cannot be read."""
+    if not (native_dir / "state.db").is_file():
+        raise NormalizeError("Hermes wrote no state.db (state.db missing in native/)")
+    problems: list[tuple[str, str]] = []
+    with _readonly_copy(native_dir) as conn:
+        sessions = _sessions(conn)
+        _attach_messages(conn, sessions, problems)
+    dumps = _dumps(native_dir / "sessions", problems)
+    return NativeLog(list(sessions.values()), dumps, problems)
+
+
+@contextmanager
+def _readonly_copy(native_dir: Path) -> Iterator[sqlite3.Connection]:
+    # A copy, so nothing (not even SQLite's WAL recovery writing -shm) touches the collected evidence.
+    with tempfile.TemporaryDirectory(prefix="hermes-state-") as tmp:
+        for name in DB_FILES:
+            if (native_dir / name).is_file():
+                shutil.copyfile(native_dir / name, Path(tmp) / name)
+        uri = (Path(tmp) / "state.db").as_uri() + "?mode=ro"
+        try:
+            with closing(sqlite3.connect(uri, uri=True)) as conn:
+                conn.row_factory = sqlite3.Row
+                verdict = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+                if verdict != ["ok"]:
+                    raise NormalizeError(f"state.db is corrupt: {'; '.join(verdict[:3])}")
+                yield conn
+        except sqlite3.DatabaseError as exc:
+            # Truncated files, garbage, or a schema without the tables/columns this normalizer reads.
+            raise NormalizeError(f"state.db is unreadable: {exc}") from None
+
+
+def _sessions(conn: sqlite3.Connection) -> dict[str, Session]:
+    out: dict[str, Session] = {}
+    for r in conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at, id"):
+        aggregates = {k: r[k] for k in _AGGREGATES}
+        aggregates["estimated_cost_usd"] = r["estimated_cost_usd"]
+        out[str(r["id"])] = Session(
+            id=str(r["id"]),
+            source=_text(r["source"]),
+            model=_text(r["model"]),
+            parent_id=_text(r["parent_session_id"]),
+            started_at=_number(r["started_at"]),
+            ended_at=_number(r["ended_at"]),
+            end_reason=_text(r["end_reason"]),
+            system_prompt=_text(r["system_prompt"]),
+            api_call_count=r["api_call_count"] if isinstance(r["api_call_count"], int) else None,
+            aggregates=aggregates,
+        )
+    return out
+
+
+def _attach_messages(conn: sqlite3.Connection, sessions: dict[str, Session], problems: list[tuple[str, str]]) -> None:
+    for r in conn.execute(f"SELECT {_MESSAGE_COLUMNS} FROM messages ORDER BY id"):
+        sid = str(r["session_id"])
+        if sid not in sessions:
+            problems.append(("invocations.orphan_messages", f"message {r['id']} belongs to unknown session {sid!r}"))
+            continue
+        sessions[sid].messages.append(
+            Message(
+                row_id=int(r["id"]),
+                session_id=sid,
+                role=str(r["role"]),
+                content=_text(r["content"]),
+                api_content=_text(r["api_content"]),
+                tool_call_id=_text(r["tool_call_id"]),
+                tool_requests=_tool_requests(r["tool_calls"], int(r["id"]), problems),
+                tool_name=_text(r["tool_name"]),
+                timestamp=_number(r["timestamp"]),
+                finish_reason=_text(r["finish_reason"]),
+            )
+        )
+
+
+def _tool_requests(raw: Any, row_id: int, problems: list[tuple[str, str]]) -> tuple[ToolRequest, ...]:
+    if raw is None or raw == "":
+        return ()
+    try:
+        items = json.loads(raw)
+    except (TypeError, json.JSONDecodeError) as exc:
+        problems.append(("conversation.tool_calls_unreadable", f"message {row_id}: tool_calls is not JSON ({exc})"))
+        return ()
+    if not isinstance(items, list):
+        problems.append(("conversation.tool_calls_unreadable", f"message {row_id}: tool_calls is not a list"))
+        return ()
+    out = []
+    for n, item in enumerate(items):
+        fn = item.get("function") if isinstance(item, dict) else None
+        cid = item.get("id") if isinstance(item, dict) else None
+        if not (isinstance(fn, dict) and isinstance(cid, str) and isinstance(fn.get("name"), str)):
+            problems.append(("conversation.tool_calls_unreadable", f"message {row_id}: tool_calls[{n}] has no id/name"))
+            continue
+        out.append(ToolRequest(cid, fn["name"], _arguments(fn.get("arguments"))))
+    return tuple(out)
+
+
+def _arguments(raw: Any) -> Any:
+    # Hermes keeps the arguments string exactly as the model sent it; a non-JSON string stays a string.
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def _dumps(folder: Path, problems: list[tuple[str, str]]) -> list[RequestDump]:
+    out: list[RequestDump] = []
+    for path in sorted(folder.glob("request_dump_*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            problems.append(("model_calls.request_dump_unreadable", f"{path.name}: {exc}"))
+            continue
+        if not isinstance(data, dict):
+            problems.append(("model_calls.request_dump_unreadable", f"{path.name}: not a JSON object"))
+            continue
+        error = data.get("error")
+        if not isinstance(error, dict):
+            continue  # a debug dump of a request that did not fail (HERMES_DUMP_REQUESTS): no attempt outcome
+        request = data.get("request")
+        out.append(
+            RequestDump(
+                name=path.name,
+                session_id=_text(data.get("session_id")),
+                timestamp=_text(data.get("timestamp")),
+                reason=_text(data.get("reason")),
+                url=_text(request.get("url")) if isinstance(request, dict) else None,
+                error=error,
+            )
+        )
+    return out
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def epoch_utc(value: float | None) -> datetime | None:
+    """state.db times are epoch seconds; one out of range is as good as none."""
+    try:
+        return datetime.fromtimestamp(value, UTC) if value is not None else None
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def naive_utc(value: str | None) -> datetime | None:
+    # Dump times are naive local time; the launch sets TZ=UTC, so local time is UTC.
+    try:
+        parsed = datetime.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+    if parsed is None:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
