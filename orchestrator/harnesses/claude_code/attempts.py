@@ -1,0 +1,179 @@
+"""Claude Code's transcript records -> model call attempts: requests, the replies and errors that ended them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["UNRECORDED", "Attempt", "attempts_of", "message_text", "token_stats"]
+
+# Reported for a call whose outcome Claude Code did not write down: it logged the request, nothing after it.
+UNRECORDED = "outcome_unrecorded"
+
+
+@dataclass
+class Attempt:
+    """One model request attempt as the transcript shows it, with whatever ended it."""
+
+    call_id: str
+    started_at: str | None
+    query_source: str | None = None
+    reply: list[dict[str, Any]] = field(default_factory=list)  # assistant entries sharing one message id
+    error: dict[str, Any] | None = None  # the api_error / synthetic error record that ended it
+    error_at: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return not self.reply and self.error is None
+
+    @property
+    def response_id(self) -> str | None:
+        return _message(self.reply[0]).get("id") if self.reply else None
+
+    def record(self, invocation_id: str) -> dict[str, Any]:
+        base = {
+            "model_call_id": self.call_id,
+            "started_at": self.started_at,
+            "protocol": "messages",
+            "invocation_id": invocation_id,
+            "token_stats": dict.fromkeys(("prompt", "completion", "reasoning", "total", "cached")),
+        }
+        if self.reply:
+            last = _message(self.reply[-1])
+            stops = [_message(e).get("stop_reason") for e in self.reply if _message(e).get("stop_reason")]
+            # A complete message is only written for a reply that arrived whole, so its status was 2xx; the
+            # transcript keeps no status of its own (named as a gap).
+            return {
+                **base,
+                "completed_at": self.reply[-1].get("timestamp"),
+                "status_code": 200,
+                "response_id": self.response_id,
+                "finish_reason": stops[-1] if stops else None,
+                "error_category": None,
+                "token_stats": token_stats(last.get("usage")),
+            }
+        if self.error is not None:
+            status = self.error.get("status")
+            status = status if isinstance(status, int) and not isinstance(status, bool) else None
+            return {
+                **base,
+                "completed_at": self.error_at,
+                "status_code": status,
+                "response_id": None,
+                "finish_reason": None,
+                "error_category": _category(status, self.error),
+                "error": self.error,
+            }
+        return {
+            **base,
+            "completed_at": None,
+            "status_code": None,
+            "response_id": None,
+            "finish_reason": None,
+            "error_category": UNRECORDED,
+        }
+
+
+def attempts_of(entries: list[dict[str, Any]]) -> list[Attempt]:
+    """Attempts in the order Claude Code logged them: an `api-request` entry opens one, a reply or error ends it."""
+    attempts: list[Attempt] = []
+    by_id: dict[str, Attempt] = {}
+
+    def last_open() -> Attempt | None:
+        return attempts[-1] if attempts and attempts[-1].open else None
+
+    def new(call_id: str, started_at: str | None) -> Attempt:
+        # An id seen twice (a corrupt or replayed transcript) still yields distinct calls.
+        while call_id in by_id:
+            call_id += "+"
+        a = Attempt(call_id, started_at)
+        attempts.append(a)
+        by_id[call_id] = a
+        return a
+
+    for e in entries:
+        kind = e.get("type")
+        if kind == "api-request" and isinstance(e.get("id"), str):
+            a = new(e["id"], _str(e.get("timestamp")))
+            a.query_source = _str(e.get("querySource"))
+        elif kind == "system" and e.get("subtype") == "api_error":
+            a = last_open() or new(f"api_error/{e.get('uuid')}", None)
+            err = e.get("error")
+            a.error = dict(err) if isinstance(err, dict) else {"message": str(err)}
+            a.error_at = _str(e.get("timestamp"))
+        elif kind == "assistant" and isinstance(e.get("message"), dict):
+            if e.get("isApiErrorMessage"):
+                # A synthetic message standing for the error that ended the turn: it ends the last open attempt.
+                a = last_open() or new(f"api_error/{e.get('uuid')}", None)
+                a.error = _synthetic_error(e)
+                a.error_at = _str(e.get("timestamp"))
+                continue
+            mid = _message(e).get("id")
+            ref = e.get("requestRef")
+            a_ref = by_id.get(ref) if isinstance(ref, str) else None
+            if a_ref is not None and (not a_ref.reply or a_ref.response_id == mid):
+                a_ref.reply.append(e)
+            elif attempts and attempts[-1].reply and attempts[-1].response_id == mid:
+                attempts[-1].reply.append(e)  # another content block of the same streamed message
+            else:
+                a = last_open() or new(str(mid or e.get("uuid")), None)
+                a.reply.append(e)
+    return attempts
+
+
+def token_stats(usage: Any) -> dict[str, int | None]:
+    """Anthropic usage -> canonical counts; what the record does not carry stays null, never 0."""
+    u = usage if isinstance(usage, dict) else {}
+    details = u.get("output_tokens_details")
+    return {
+        "prompt": _count(u.get("input_tokens")),
+        "completion": _count(u.get("output_tokens")),
+        "reasoning": _count(details.get("thinking_tokens")) if isinstance(details, dict) else None,
+        "total": None,  # Claude Code records no total per message
+        "cached": _count(u.get("cache_read_input_tokens")),
+    }
+
+
+def message_text(content: Any) -> str | None:
+    """A content value as text: the string itself, or its text blocks joined (None when it has none)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _synthetic_error(e: dict[str, Any]) -> dict[str, Any]:
+    status = e.get("apiErrorStatus")
+    return {
+        "status": status if isinstance(status, int) else None,
+        "type": e.get("apiErrorType"),
+        "error": e.get("error"),
+        "message": message_text(_message(e).get("content")),
+    }
+
+
+def _category(status: int | None, error: dict[str, Any]) -> str:
+    if status is not None:
+        return f"http_{status}"
+    conn = error.get("connection")
+    code = str(conn.get("code") or "") if isinstance(conn, dict) else ""
+    if "TIMEOUT" in code.upper() or "timeout" in str(error.get("message", "")).lower():
+        return "timeout"
+    if conn or error.get("isNetworkDown") or error.get("noResponse"):
+        return "connection"
+    return "api_error"
+
+
+def _message(e: dict[str, Any]) -> dict[str, Any]:
+    m = e.get("message")
+    return m if isinstance(m, dict) else {}
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,161 @@
+"""Reads what Codex itself wrote (its rollout JSONL and its `exec --json` stdout events) into plain records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.harnesses.base import NormalizeError
+
+__all__ = ["EVENTS_NAME", "Gap", "Line", "NativeLog", "arguments", "content_text", "read_native", "text", "tokens"]
+
+# Where the launch redirects `codex exec --json` stdout, relative to native/ (the probe folder is copied whole).
+EVENTS_NAME = ".codex-probe/events.jsonl"
+# Copied from $CODEX_HOME/sessions: YYYY/MM/DD/rollout-<time>-<thread id>.jsonl below it.
+ROLLOUT_GLOB = "sessions/*/*/*/rollout-*.jsonl"
+
+
+@dataclass(frozen=True)
+class Gap:
+    code: str
+    detail: str
+    labels: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "detail": self.detail}
+        if self.labels:
+            out["labels"] = list(self.labels)
+        return out
+
+
+@dataclass(frozen=True)
+class Line:
+    """One rollout record `{timestamp, type, payload}`; `n` is its 1-based line number in the file."""
+
+    n: int
+    timestamp: str | None
+    type: str
+    payload: dict[str, Any]
+
+
+@dataclass
+class NativeLog:
+    rollout_name: str
+    lines: list[Line]
+    events: list[dict[str, Any]] | None  # stdout events in order; None when the file was not collected
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The session_meta payload (read_native guarantees there is one)."""
+        return next(ln.payload for ln in self.lines if ln.type == "session_meta")
+
+
+def read_native(native_dir: Path) -> NativeLog:
+    """native/ -> the rollout's records and the stdout events; NormalizeError when there is no usable rollout."""
+    files = sorted(native_dir.glob(ROLLOUT_GLOB))
+    if not files:
+        raise NormalizeError("Codex wrote no rollout (no sessions/YYYY/MM/DD/rollout-*.jsonl in native/)")
+    gaps: list[Gap] = []
+    if len(files) > 1:
+        # `codex exec` records one thread; more files would be sub-agent threads, which this normalizer does not read.
+        names = ", ".join(f.name for f in files[1:])
+        gaps.append(Gap("invocations.unread_rollouts", f"rollout files not normalized: {names}", ("E8",)))
+    lines = _rollout_lines(files[0], gaps)
+    if not any(ln.type == "session_meta" for ln in lines):
+        raise NormalizeError(f"{files[0].name} has no readable session_meta record: not a Codex rollout")
+    events = _events(native_dir / EVENTS_NAME, gaps)
+    return NativeLog(files[0].name, lines, events, gaps)
+
+
+def _rollout_lines(path: Path, gaps: list[Gap]) -> list[Line]:
+    raw = path.read_bytes()
+    chunks = raw.split(b"\n")
+    out: list[Line] = []
+    for n, chunk in enumerate(chunks, start=1):
+        if not chunk.strip():
+            continue
+        record = _json(chunk)
+        if isinstance(record, dict) and isinstance(record.get("type"), str) and isinstance(record.get("payload"), dict):
+            stamp = record.get("timestamp")
+            out.append(Line(n, stamp if isinstance(stamp, str) else None, record["type"], record["payload"]))
+            continue
+        # Codex appends one record per line and flushes it: a kill mid-write leaves a last line without its newline.
+        if n == len(chunks) and not raw.endswith(b"\n"):
+            gaps.append(Gap("rollout.truncated", f"{path.name}: the last line (line {n}) is cut off and was skipped"))
+        else:
+            gaps.append(Gap("rollout.corrupt_line", f"{path.name}: line {n} is not a rollout record and was skipped"))
+    if not out:
+        raise NormalizeError(f"{path.name} holds no readable rollout record (empty, truncated or corrupt)")
+    return out
+
+
+def _events(path: Path, gaps: list[Gap]) -> list[dict[str, Any]] | None:
+    if not path.is_file():
+        gaps.append(
+            Gap(
+                "model_calls.stdout_events_missing",
+                f"{path.name} was not collected: the stream-retry records Codex prints only there are unavailable",
+                ("E1", "E7"),
+            )
+        )
+        return None
+    out = []
+    for n, chunk in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not chunk.strip():
+            continue
+        event = _json(chunk)
+        if isinstance(event, dict) and isinstance(event.get("type"), str):
+            out.append(event)
+        else:
+            gaps.append(Gap("events.corrupt_line", f"{path.name}: line {n} is not a JSON event and was skipped"))
+    return out
+
+
+def _json(chunk: bytes) -> Any:
+    try:
+        return json.loads(chunk.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def tokens(usage: Any) -> dict[str, int | None]:
+    """A Responses usage object (as Codex recorded it) as token_stats; what it lacks stays unknown."""
+    u = usage if isinstance(usage, dict) else {}
+    return {
+        "prompt": _count(u.get("input_tokens")),
+        "completion": _count(u.get("output_tokens")),
+        "reasoning": _count(u.get("reasoning_output_tokens")),
+        "total": _count(u.get("total_tokens")),
+        "cached": _count(u.get("cached_input_tokens")),
+    }
+
+
+def content_text(content: Any) -> str | None:
+    """A message's or tool output's text: a string as is, content parts (input_text, output_text) joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(t for t in parts if isinstance(t, str))
+    return None
+
+
+def arguments(raw: Any) -> Any:
+    # Codex keeps the arguments string exactly as the model streamed it; a non-JSON string stays a string.
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
