@@ -84,15 +84,19 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
         "",
     ]
     failing: dict[str, list[str]] = {}
+    example: dict[str, str] = {}
     for e in t.episodes:
         for c in e["checks"]:
             if c["status"] == "fail" and not (c["reasons"] and c["reasons"][0].startswith("blocked")):
                 failing.setdefault(c["id"], []).append(e["scenario"])
+                example.setdefault(c["id"], f"{e['scenario']}: {c['reasons'][0]}" if c["reasons"] else "")
     if not failing:
         lines.append("Nothing: every applicable check passes in every scenario.")
     for cid, scenarios in failing.items():
         finding = FINDINGS.get(cid, cid)
         lines.append(f"- {finding} (`{cid}`; in {', '.join(f'`{s}`' for s in scenarios)})")
+        if example[cid]:
+            lines.append(f"  - for example, {md(example[cid], 240)}")
     blocked = sum(
         1 for e in t.episodes for c in e["checks"] if c["status"] == "fail" and c["reasons"][0].startswith("blocked")
     )
