@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import lzma
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,9 @@ from orchestrator.evidence import faults
 from orchestrator.harnesses import NormalizeError, get_harness
 from orchestrator.paths import EpisodePaths
 from orchestrator.verdict import collect_evidence, normalize_native
+from tests.unit.harnesses import captured
 
+HARNESS = "claude-code"
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "native" / "claude-code"
 CAPTURED = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 STATUS_GAP = "model_calls.status_code_unrecorded"
@@ -24,18 +25,7 @@ OPEN_GAP = "model_calls.attempt_outcome_unrecorded"
 
 
 def materialize(name: str, dest: Path) -> EpisodePaths:
-    """Expand a captured episode (its witness stored xz-compressed) into dest, laid out like an episode directory."""
-    src = FIXTURES / name
-    for path in sorted(src.rglob("*")):
-        if not path.is_file():
-            continue
-        target = dest / path.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".xz":
-            target.with_suffix("").write_bytes(lzma.decompress(path.read_bytes()))
-        else:
-            shutil.copyfile(path, target)
-    return EpisodePaths(dest)
+    return captured.materialize(HARNESS, name, dest)
 
 
 def normalize(native: Path) -> dict[str, Any]:
@@ -51,16 +41,14 @@ def stream(paths: EpisodePaths) -> Path:
     return paths.native / ".claude-probe" / "stream.jsonl"
 
 
-def witness(paths: EpisodePaths) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in paths.witness.read_text().splitlines() if line.strip()]
+witness = captured.witness
 
 
 def attempts(paths: EpisodePaths) -> list[dict[str, Any]]:
     return [e for e in witness(paths) if e["event"] == "attempt" and e["kind"] == "model"]
 
 
-def gap_codes(rollout: dict[str, Any]) -> dict[str, Any]:
-    return {g["code"]: g.get("labels") for g in rollout["gaps"]}
+gap_codes = captured.gap_codes
 
 
 def checks(paths: EpisodePaths, rollout: dict[str, Any]) -> dict[str, Any]:
@@ -70,13 +58,7 @@ def checks(paths: EpisodePaths, rollout: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", CAPTURED)
 def test_captured_episode_gets_the_verdicts_of_its_real_run(tmp_path: Path, name: str) -> None:
-    paths = materialize(name, tmp_path / name)
-    rollout, record = normalize_native(get_harness("claude-code"), paths.native)
-    assert record == {"status": "ok", "message": None}
-    assert rollout is not None
-    assert [str(f) for f in faults(rollout, "probe-rollout/v1")] == []
-    got = {k: str(v.status) for k, v in checks(paths, rollout).items()}
-    assert got == json.loads((paths.root / "checks.json").read_text())["checks"]
+    captured.assert_replays_its_real_run(HARNESS, name, tmp_path / name)
 
 
 def test_replies_join_the_witness_by_message_id_with_the_usage_claude_code_recorded(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import shutil
@@ -16,7 +15,9 @@ from orchestrator.evidence import faults
 from orchestrator.harnesses import NormalizeError, get_harness
 from orchestrator.paths import EpisodePaths
 from orchestrator.verdict import collect_evidence, normalize_native
+from tests.unit.harnesses import captured
 
+HARNESS = "codex"
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "native" / "codex"
 CAPTURED = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 # Captured with their witness and the verdicts of the real run.
@@ -29,18 +30,7 @@ ALWAYS = {
 
 
 def materialize(name: str, dest: Path) -> EpisodePaths:
-    """Expand a captured episode (files stored gzipped) into dest, laid out like a run's episode directory."""
-    src = FIXTURES / name
-    for path in sorted(src.rglob("*")):
-        if not path.is_file():
-            continue
-        target = dest / path.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".gz":
-            target.with_suffix("").write_bytes(gzip.decompress(path.read_bytes()))
-        else:
-            shutil.copyfile(path, target)
-    return EpisodePaths(dest)
+    return captured.materialize(HARNESS, name, dest)
 
 
 def normalize(native: Path) -> dict[str, Any]:
@@ -55,12 +45,10 @@ def events_file(paths: EpisodePaths) -> Path:
     return paths.native / ".codex-probe" / "events.jsonl"
 
 
-def witness(paths: EpisodePaths) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in paths.witness.read_text().splitlines() if line.strip()]
+witness = captured.witness
 
 
-def gap_codes(rollout: dict[str, Any]) -> dict[str, Any]:
-    return {g["code"]: g.get("labels") for g in rollout["gaps"]}
+gap_codes = captured.gap_codes
 
 
 def calls_of(rollout: dict[str, Any]) -> list[tuple[Any, ...]]:  # (status, category, has a response id)
@@ -86,12 +74,7 @@ def test_every_captured_episode_normalizes_to_a_valid_rollout(tmp_path: Path, na
 
 @pytest.mark.parametrize("name", JUDGED)
 def test_captured_episode_gets_the_verdicts_of_its_real_run(tmp_path: Path, name: str) -> None:
-    paths = materialize(name, tmp_path / name)
-    rollout = normalize(paths.native)
-    scenario = json.loads(paths.scenario.read_text())
-    ev = collect_evidence(scenario, paths, rollout, None)
-    got = {r.id: str(r.status) for r in run_checks(ev, scope_of(scenario))}
-    assert got == json.loads((paths.root / "checks.json").read_text())["checks"]
+    captured.assert_replays_its_real_run(HARNESS, name, tmp_path / name)
 
 
 def test_tool_records_carry_exit_codes_outputs_and_arguments_as_the_model_saw_them(tmp_path: Path) -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,11 +11,12 @@ from typing import Any
 import pytest
 
 from orchestrator.checks import Status, run_checks, scope_of
-from orchestrator.evidence import faults
 from orchestrator.harnesses import NormalizeError, get_harness
 from orchestrator.paths import EpisodePaths
 from orchestrator.verdict import collect_evidence, normalize_native
+from tests.unit.harnesses import captured
 
+HARNESS = "hermes"
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "native" / "hermes"
 CAPTURED = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 ALWAYS = {
@@ -29,45 +28,22 @@ ALWAYS = {
 
 
 def materialize(name: str, dest: Path) -> EpisodePaths:
-    """Expand a captured episode (files stored gzipped) into dest, laid out like a run's episode directory."""
-    src = FIXTURES / name
-    for path in sorted(src.rglob("*")):
-        if not path.is_file():
-            continue
-        rel = path.relative_to(src)
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".gz":
-            target.with_suffix("").write_bytes(gzip.decompress(path.read_bytes()))
-        else:
-            shutil.copyfile(path, target)
-    (dest / "native").mkdir(exist_ok=True)
-    return EpisodePaths(dest)
+    return captured.materialize(HARNESS, name, dest)
 
 
 def normalize(native: Path) -> dict[str, Any]:
     return get_harness("hermes").normalize(native)
 
 
-def witness(paths: EpisodePaths) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in paths.witness.read_text().splitlines() if line.strip()]
+witness = captured.witness
 
 
-def gap_codes(rollout: dict[str, Any]) -> dict[str, Any]:
-    return {g["code"]: g.get("labels") for g in rollout["gaps"]}
+gap_codes = captured.gap_codes
 
 
 @pytest.mark.parametrize("name", CAPTURED)
 def test_captured_episode_gets_the_verdicts_of_its_real_run(tmp_path: Path, name: str) -> None:
-    paths = materialize(name, tmp_path / name)
-    rollout, record = normalize_native(get_harness("hermes"), paths.native)
-    assert record == {"status": "ok", "message": None}
-    assert rollout is not None
-    assert [str(f) for f in faults(rollout, "probe-rollout/v1")] == []
-    scenario = json.loads(paths.scenario.read_text())
-    ev = collect_evidence(scenario, paths, rollout, None)
-    got = {r.id: str(r.status) for r in run_checks(ev, scope_of(scenario))}
-    assert got == json.loads((paths.root / "checks.json").read_text())["checks"]
+    captured.assert_replays_its_real_run(HARNESS, name, tmp_path / name)
 
 
 def test_tool_records_carry_exit_codes_outputs_and_arguments_as_the_model_saw_them(tmp_path: Path) -> None:
