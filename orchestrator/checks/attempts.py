@@ -69,10 +69,19 @@ def attempts_multiset(ev: Evidence) -> list[str]:
 
 
 def _joined(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    by_id = {a["response_id"]: a for a in ev.w.attempts("model") if witness_key(a)[0] == "ok"}
-    return [
-        (c, by_id[c["response_id"]]) for c in _calls(ev) if rollout_key(c)[0] == "ok" and c.get("response_id") in by_id
-    ]
+    """Recorded successes paired with the replies they were: by response id, or in order when none has one."""
+    oks = [a for a in ev.w.attempts("model") if witness_key(a)[0] == "ok"]
+    calls = [c for c in _calls(ev) if rollout_key(c)[0] == "ok"]
+    if calls and len(calls) == len(oks) and all(c.get("response_id") is None for c in calls):
+        # A harness that keeps no response ids would otherwise have its counts compared with nothing (a
+        # vacuous pass); joined by order instead, as failed attempts are.
+        return list(zip(calls, oks, strict=True))
+    by_id = {a["response_id"]: a for a in oks}
+    return [(c, by_id[c["response_id"]]) for c in calls if c.get("response_id") in by_id]
+
+
+def _name(call: dict[str, Any]) -> str:
+    return str(call.get("response_id") or call.get("model_call_id"))
 
 
 @check(
@@ -88,13 +97,9 @@ def calls_response_metadata(ev: Evidence) -> list[str]:
     reasons = []
     for c, a in _joined(ev):
         if c.get("finish_reason") != a.get("finish_reason"):
-            reasons.append(
-                f"{c['response_id']}: finish_reason {c.get('finish_reason')!r}, sent {a.get('finish_reason')!r}"
-            )
+            reasons.append(f"{_name(c)}: finish_reason {c.get('finish_reason')!r}, sent {a.get('finish_reason')!r}")
         if c.get("protocol") != a.get("protocol"):
-            reasons.append(
-                f"{c['response_id']}: protocol {c.get('protocol')!r}, the request used {a.get('protocol')!r}"
-            )
+            reasons.append(f"{_name(c)}: protocol {c.get('protocol')!r}, the request used {a.get('protocol')!r}")
     return reasons
 
 
@@ -120,7 +125,7 @@ def tokens_match(ev: Evidence) -> list[str]:
             if f == "total" and want is None and isinstance(usage, dict) and got is not None:
                 want = (usage.get("prompt") or 0) + (usage.get("completion") or 0)
             if got != want:
-                reasons.append(f"{c['response_id']}: token_stats.{f} is {got!r}, the reply carried {want!r}")
+                reasons.append(f"{_name(c)}: token_stats.{f} is {got!r}, the reply carried {want!r}")
     for c in _calls(ev):
         if rollout_key(c)[0] != "ok":
             made_up = {f: v for f, v in (c.get("token_stats") or {}).items() if v is not None}

@@ -12,6 +12,8 @@ HARNESSES: dict[str, str] = {
     "reference": "orchestrator.harnesses.reference:ReferenceHarness",
     "mini-swe-agent": "orchestrator.harnesses.mini_swe_agent:MiniSweAgentHarness",
     "hermes": "orchestrator.harnesses.hermes:HermesHarness",
+    "pi": "orchestrator.harnesses.pi:PiHarness",
+    "opencode": "orchestrator.harnesses.opencode:OpenCodeHarness",
     "codex": "orchestrator.harnesses.codex:CodexHarness",
     "claude-code": "orchestrator.harnesses.claude_code:ClaudeCodeHarness",
 }

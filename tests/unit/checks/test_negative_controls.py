@@ -268,3 +268,15 @@ def test_mutation_fails_exactly_its_check(check_id: str, fixture: str, mutate: A
     for k, (s, _) in after.items():
         if k not in failed:
             assert s == before[k][0], f"{k} changed from {before[k][0]} to {s}"
+
+
+def test_successes_without_response_ids_are_still_compared_in_order() -> None:
+    """A harness that keeps no response ids must not pass the token check by having nothing compared."""
+    ep = load_episode("tool_success")
+    for call in _ok_calls(ep):
+        call["response_id"] = None
+    _ok_calls(ep)[1]["token_stats"]["prompt"] = 0
+    results = ep.evaluate()
+    assert results["tokens.match"][0] == Status.FAIL
+    assert "token_stats.prompt is 0" in results["tokens.match"][1][0]
+    assert results["attempts.multiset"][0] == Status.FAIL

@@ -1,0 +1,258 @@
+"""Turns OpenCode's sessions, messages, parts and request log lines into a probe-rollout/v1 dict."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from orchestrator.harnesses.opencode.calls import Attempt, attempts_of, iso_ms, obj, segments, tokens, wire_finish
+from orchestrator.harnesses.opencode.store import LogLine, Message, OpenCodeNative, Part, Session
+
+__all__ = ["build_rollout"]
+
+_NO_TOKENS: dict[str, int | None] = {
+    "prompt": None,
+    "completion": None,
+    "reasoning": None,
+    "total": None,
+    "cached": None,
+}
+_ALWAYS_GAPS: list[dict[str, Any]] = [
+    {
+        "code": "model_calls.response_id_unrecorded",
+        "detail": "OpenCode stores no provider response id (message, part and event rows have none); every "
+        "response_id is null",
+        "labels": ["E1"],
+    },
+    {
+        "code": "model_calls.failed_attempts_status_unrecorded",
+        "detail": "a request OpenCode retried leaves no row in opencode.db; its log names each request it sends "
+        "(`stream`) and the error text of HTTP failures (`stream error`), never their status, and loses its last "
+        "lines when OpenCode exits",
+        "labels": ["E1", "E7"],
+    },
+    {
+        "code": "model_calls.status_code_inferred",
+        "detail": "a reply OpenCode stored whole (a step-finish part) is given 200; only a terminal API error keeps "
+        "its statusCode",
+    },
+    {
+        "code": "model_calls.finish_reason_translated",
+        "detail": "OpenCode stores the AI SDK's finish reason (tool-calls, stop); finish_reason is the Chat "
+        "Completions value each is made from",
+    },
+]
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def build_rollout(native: OpenCodeNative) -> dict[str, Any]:
+    gaps = list(_ALWAYS_GAPS) + [{"code": c, "detail": d} for c, d in native.problems]
+    ids = {s.id for s in native.sessions}
+    model_calls: list[dict[str, Any]] = []
+    invocations: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    tool_calls: list[dict[str, Any]] = []
+    for s in native.sessions:
+        calls: list[dict[str, Any]] = []
+        replies = [m for m in s.messages if m.role == "assistant"]
+        for n, m in enumerate(replies, start=1):
+            step_calls = _calls(s, m, native.log)
+            calls += step_calls
+            steps.append(
+                {
+                    "step_no": n,
+                    "invocation_id": s.id,
+                    "timestamp": step_calls[0]["started_at"],
+                    "model_call_refs": [c["model_call_id"] for c in step_calls],
+                }
+            )
+            tool_calls += _tool_calls(s, m, n, gaps)
+        model_calls += calls
+        parent = s.parent_id if s.parent_id in ids else None
+        invocations.append(
+            {
+                "invocation_id": s.id,
+                "parent_invocation_id": parent,
+                "model_call_refs": [c["model_call_id"] for c in calls],
+                "conversation": _conversation(s),
+            }
+        )
+    roots = [s for s in native.sessions if s.parent_id not in ids]
+    root = roots[0] if roots else None
+    return {
+        "schema": "probe-rollout/v1",
+        "harness": {"name": "opencode", "version": root.version if root else None},
+        "task_id": None,
+        "rollout_id": root.id if root else None,
+        "model_calls": model_calls,
+        "invocations": invocations,
+        "steps": steps,
+        "tool_calls": tool_calls,
+        "outcome": _outcome(root),
+        "gaps": gaps,
+        "extensions": {"opencode": {"log_lines": len(native.log), "sessions": [s.id for s in native.sessions]}},
+    }
+
+
+def _calls(s: Session, m: Message, log: list[LogLine]) -> list[dict[str, Any]]:
+    attempts = attempts_of(m, log)
+    time = obj(m.data.get("time"))
+    error = m.data.get("error") if isinstance(m.data.get("error"), dict) else None
+    out = []
+    for k, a in enumerate(attempts):
+        last = k == len(attempts) - 1
+        record: dict[str, Any] = {
+            "model_call_id": f"{m.id}/{k + 1}",
+            "started_at": iso_ms(a.started),
+            "completed_at": None,
+            "protocol": "chat",  # @ai-sdk/openai-compatible speaks Chat Completions only
+            "status_code": None,
+            "response_id": None,
+            "finish_reason": None,
+            "error_category": None,
+            "token_stats": dict(_NO_TOKENS),
+            "invocation_id": s.id,
+        }
+        finish = a.segment.finish if a.segment else None
+        if finish is not None:
+            record.update(
+                completed_at=iso_ms(finish.created),
+                status_code=200,
+                finish_reason=wire_finish(finish.data.get("reason")),
+                token_stats=tokens(finish.data.get("tokens")),
+            )
+        elif last and error is not None:
+            status = _status(error)
+            record.update(
+                completed_at=iso_ms(time.get("completed") if isinstance(time.get("completed"), int) else None),
+                status_code=status,
+                error_category=f"http_{status}" if status else _snake(error.get("name")),
+                error=error,
+                # As recorded: OpenCode stores zero usage on a message whose request failed, not unknown.
+                token_stats=tokens(m.data.get("tokens")),
+            )
+        else:
+            texts = [ln.error for ln in a.errors if ln.error]
+            record.update(
+                completed_at=iso_ms(a.errors[-1].at) if a.errors else None,
+                error_category=_retried_category(texts, a, last),
+                error="; ".join(texts) or None,
+            )
+        out.append(record)
+    return out
+
+
+def _retried_category(texts: list[str], a: Attempt, last: bool) -> str:
+    if last:
+        return "unfinished"  # neither a reply nor an error stored: OpenCode was stopped during this request
+    text = " ".join(texts).lower()
+    if "timed out" in text or "timeout" in text:
+        return "timeout"
+    if texts:
+        return "api_error"  # OpenCode logs the error's text, never its HTTP status
+    # Sent, then retried without a logged error: a reply that began and broke off, or one that never came.
+    return "stream_incomplete" if a.segment is not None else "no_reply"
+
+
+def _status(error: dict[str, Any]) -> int | None:
+    data = obj(error.get("data"))
+    code = data.get("statusCode")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _snake(name: Any) -> str:
+    return _CAMEL.sub("_", name).lower() if isinstance(name, str) and name else "error"
+
+
+def _finished_parts(m: Message) -> list[Part]:
+    """The parts of replies OpenCode received whole; those of a stream cut midway were never acted on."""
+    return [p for seg in segments(m) if seg.finish is not None for p in seg.parts]
+
+
+def _tool_calls(s: Session, m: Message, step: int, gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for p in _finished_parts(m):
+        if p.type != "tool" or not isinstance(p.data.get("callID"), str):
+            continue
+        state = obj(p.data.get("state"))
+        status, exit_code, output = _result(state)
+        if status is None:
+            gaps.append(
+                {"code": "tool_calls.status_unrecorded", "detail": f"tool part {p.id}: state {state.get('status')!r}"}
+            )
+        out.append(
+            {
+                "tool_call_id": p.data["callID"],
+                "tool_name": p.data.get("tool") if isinstance(p.data.get("tool"), str) else "",
+                "arguments": state.get("input"),
+                "status": status,
+                "exit_code": exit_code,
+                "output": output,
+                "invocation_id": s.id,
+                "step_no": step,
+            }
+        )
+    return out
+
+
+def _result(state: dict[str, Any]) -> tuple[str | None, int | None, str | None]:
+    """(status, exit code, output as returned to the model) of a tool part's final state."""
+    meta = obj(state.get("metadata"))
+    code = meta.get("exit")
+    exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    if state.get("status") == "completed":
+        # OpenCode marks a command that ran as completed whatever its exit code; the code itself is kept.
+        status = "succeeded" if exit_code in (0, None) else "failed"
+        return status, exit_code, state.get("output") if isinstance(state.get("output"), str) else None
+    if state.get("status") == "error":
+        return "failed", exit_code, state.get("error") if isinstance(state.get("error"), str) else None
+    return None, exit_code, None
+
+
+def _conversation(s: Session) -> list[dict[str, Any]]:
+    conv: list[dict[str, Any]] = []
+    for m in s.messages:
+        if m.role == "user":
+            texts = [p.data.get("text") for p in m.parts if p.type == "text" and isinstance(p.data.get("text"), str)]
+            conv.append({"role": "user", "content": "".join(t for t in texts if t is not None) or None})
+            continue
+        if m.role != "assistant":
+            continue
+        parts = _finished_parts(m)
+        text = "".join(p.data["text"] for p in parts if p.type == "text" and isinstance(p.data.get("text"), str))
+        tools = [p for p in parts if p.type == "tool" and isinstance(p.data.get("callID"), str)]
+        if not text and not tools:
+            continue  # an attempt that failed before any reply: the model saw nothing of it
+        entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if tools:
+            entry["tool_calls"] = [
+                {"tool_call_id": p.data["callID"], "tool_name": p.data.get("tool"), "arguments": _state(p).get("input")}
+                for p in tools
+            ]
+        conv.append(entry)
+        for p in tools:
+            conv.append({"role": "tool", "content": _result(_state(p))[2], "tool_call_id": p.data["callID"]})
+    return conv
+
+
+def _state(p: Part) -> dict[str, Any]:
+    return obj(p.data.get("state"))
+
+
+def _outcome(root: Session | None) -> dict[str, Any]:
+    replies = [m for m in root.messages if m.role == "assistant"] if root else []
+    last = replies[-1] if replies else None
+    if last is None:
+        return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+    error = last.data.get("error")
+    if isinstance(error, dict):
+        data = obj(error.get("data"))
+        status = _status(error)
+        reason = data.get("message") if isinstance(data.get("message"), str) else None
+        kind = f"http_{status}" if status else _snake(error.get("name"))
+        return {"final_answer": None, "status": "error", "failure_kind": kind, "failure_reason": reason}
+    parts = _finished_parts(last)
+    text = "".join(p.data["text"] for p in parts if p.type == "text" and isinstance(p.data.get("text"), str))
+    if last.data.get("finish") not in (None, "tool-calls") and text:
+        return {"final_answer": text, "status": "completed", "failure_kind": None, "failure_reason": None}
+    return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
