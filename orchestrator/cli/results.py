@@ -48,6 +48,9 @@ def publish(
     dest.mkdir(parents=True)
     for name in _SAVED:
         shutil.copy2(run_dir / name, dest / name)
+    if (run_dir / "audit.json").is_file():
+        # The run was re-checked offline: say so on the page (the source paths in it are not kept).
+        (dest / "audited").write_text("re-checked offline by `harness-probe audit` with the current checks\n")
     runtimes = sorted(run_dir.glob(f"{harness}/*/runtime.json"))
     if not runtimes:
         typer.echo(f"harness-probe: the run has no episode of {harness!r}", err=True)

@@ -79,6 +79,7 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
         f"- proxy: `{(rt or {}).get('proxy', {}).get('version')}`; profile `{summary['profile']}`; "
         f"harness-probe {summary['tool_version']}",
         f"- full catalogue: {'yes' if summary['full_suite'] else 'no'}; verdict: **{t.verdict}**",
+        *([f"- {(run_dir / 'audited').read_text().strip()}"] if (run_dir / "audited").is_file() else []),
         "",
         "## What its self-report gets wrong",
         "",
