@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,6 +14,7 @@ from proxy_addons.protocol import (
     ScriptedReply,
     ToolResult,
     Usage,
+    compact_json,
 )
 from proxy_addons.shell_tool import ToolSpec
 
@@ -24,10 +24,6 @@ JSON_CONTENT_TYPE = "application/json"
 # Streams split each tool call's arguments (and the answer text) into this many deltas, so clients
 # that only look at the first delta are caught.
 STREAM_PIECES = 3
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 class ChatCodec:
@@ -64,7 +60,7 @@ class ChatCodec:
             )
         return RenderedReply(
             content_type=JSON_CONTENT_TYPE,
-            body=_dumps(completion).encode("utf-8"),
+            body=compact_json(completion).encode("utf-8"),
             response=completion,
             sse_events=None,
             frames=None,
@@ -154,7 +150,7 @@ def completion_object(reply: ScriptedReply, model: str, created: int, usage: Usa
                 {
                     "id": call.call_id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": _dumps(dict(call.arguments))},
+                    "function": {"name": call.name, "arguments": compact_json(dict(call.arguments))},
                 }
                 for call in reply.tool_calls
             ],
@@ -213,7 +209,7 @@ def completion_chunks(completion: Mapping[str, Any]) -> list[str]:
         }
         if usage is not None:
             payload["usage"] = usage if delta is None else None
-        return _dumps(payload)
+        return compact_json(payload)
 
     tool_calls = message.get("tool_calls") or []
     events: list[str] = []

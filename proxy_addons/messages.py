@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from proxy_addons.protocol import (
     ScriptedReply,
     ToolResult,
     Usage,
+    compact_json,
 )
 from proxy_addons.shell_tool import ToolSpec
 
@@ -24,10 +24,6 @@ JSON_CONTENT_TYPE = "application/json"
 # What the real API reports in `message_start` before any output exists; the final count arrives in
 # `message_delta`, so a client that keeps the first number records the wrong one.
 START_OUTPUT_TOKENS = 1
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 class MessagesCodec:
@@ -60,12 +56,12 @@ class MessagesCodec:
         message = message_object(reply, model, carried)
         if request.stream:
             events = message_events(message)
-            frames = tuple(sse.encode_event(_dumps(event), event=event["type"]) for event in events)
+            frames = tuple(sse.encode_event(compact_json(event), event=event["type"]) for event in events)
             return RenderedReply(
                 content_type=sse.CONTENT_TYPE,
                 body=b"".join(frames),
                 response=message,
-                sse_events=tuple(_dumps(event) for event in events),
+                sse_events=tuple(compact_json(event) for event in events),
                 frames=frames,
                 response_id=reply.response_id,
                 finish_reason=message["stop_reason"],
@@ -73,7 +69,7 @@ class MessagesCodec:
             )
         return RenderedReply(
             content_type=JSON_CONTENT_TYPE,
-            body=_dumps(message).encode("utf-8"),
+            body=compact_json(message).encode("utf-8"),
             response=message,
             sse_events=None,
             frames=None,
@@ -184,7 +180,9 @@ def message_events(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     for index, block in enumerate(message["content"]):
         if block["type"] == "tool_use":
             head = {**block, "input": {}}
-            pieces = [{"type": "input_json_delta", "partial_json": p} for p in split_pieces(_dumps(block["input"]))]
+            pieces = [
+                {"type": "input_json_delta", "partial_json": p} for p in split_pieces(compact_json(block["input"]))
+            ]
         else:
             head = {**block, "text": ""}
             pieces = [{"type": "text_delta", "text": p} for p in split_pieces(block["text"])]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -62,6 +63,11 @@ class Usage:
             "total": self.total if self.carries_total else None,
             "cached": self.cached,
         }
+
+
+def compact_json(value: object) -> str:
+    """JSON as the codecs put it on the wire: no spaces, and never NaN (which real SDKs reject)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 def usage_for_attempt(model_attempt: int) -> Usage:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,16 +16,13 @@ from proxy_addons.protocol import (
     ScriptedReply,
     ToolResult,
     Usage,
+    compact_json,
 )
 from proxy_addons.shell_tool import ToolSpec
 
 PROTOCOL = "responses"
 JSON_CONTENT_TYPE = "application/json"
 COMPLETED = "completed"
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 class ResponsesCodec:
@@ -48,12 +44,12 @@ class ResponsesCodec:
         response = response_object(reply, model, created, reply.usage)
         if request.stream:
             events = response_events(response)
-            frames = tuple(sse.encode_event(_dumps(event), event=event["type"]) for event in events)
+            frames = tuple(sse.encode_event(compact_json(event), event=event["type"]) for event in events)
             return RenderedReply(
                 content_type=sse.CONTENT_TYPE,
                 body=b"".join(frames),
                 response=response,
-                sse_events=tuple(_dumps(event) for event in events),
+                sse_events=tuple(compact_json(event) for event in events),
                 frames=frames,
                 response_id=reply.response_id,
                 finish_reason=COMPLETED,
@@ -61,7 +57,7 @@ class ResponsesCodec:
             )
         return RenderedReply(
             content_type=JSON_CONTENT_TYPE,
-            body=_dumps(response).encode("utf-8"),
+            body=compact_json(response).encode("utf-8"),
             response=response,
             sse_events=None,
             frames=None,
@@ -152,7 +148,7 @@ def _function_call_item(call: IssuedToolCall) -> dict[str, Any]:
         "id": f"fc_{uuid.uuid4().hex}",
         "call_id": call.call_id,
         "name": call.name,
-        "arguments": _dumps(dict(call.arguments)),
+        "arguments": compact_json(dict(call.arguments)),
         "status": COMPLETED,
     }
     if call.namespace is not None:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-import tempfile
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.sqlite_store import readonly_copy
 
 __all__ = [
     "DB_FILES",
@@ -101,31 +98,11 @@ def read_native(native_dir: Path) -> NativeLog:
     if not (native_dir / "state.db").is_file():
         raise NormalizeError("Hermes wrote no state.db (state.db missing in native/)")
     problems: list[tuple[str, str]] = []
-    with _readonly_copy(native_dir) as conn:
+    with readonly_copy(native_dir, "state.db") as conn:
         sessions = _sessions(conn)
         _attach_messages(conn, sessions, problems)
     dumps = _dumps(native_dir / "sessions", problems)
     return NativeLog(list(sessions.values()), dumps, problems)
-
-
-@contextmanager
-def _readonly_copy(native_dir: Path) -> Iterator[sqlite3.Connection]:
-    # A copy, so nothing (not even SQLite's WAL recovery writing -shm) touches the collected evidence.
-    with tempfile.TemporaryDirectory(prefix="hermes-state-") as tmp:
-        for name in DB_FILES:
-            if (native_dir / name).is_file():
-                shutil.copyfile(native_dir / name, Path(tmp) / name)
-        uri = (Path(tmp) / "state.db").as_uri() + "?mode=ro"
-        try:
-            with closing(sqlite3.connect(uri, uri=True)) as conn:
-                conn.row_factory = sqlite3.Row
-                verdict = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
-                if verdict != ["ok"]:
-                    raise NormalizeError(f"state.db is corrupt: {'; '.join(verdict[:3])}")
-                yield conn
-        except sqlite3.DatabaseError as exc:
-            # Truncated files, garbage, or a schema without the tables/columns this normalizer reads.
-            raise NormalizeError(f"state.db is unreadable: {exc}") from None
 
 
 def _sessions(conn: sqlite3.Connection) -> dict[str, Session]:

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
-import tempfile
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.sqlite_store import readonly_copy
 
 __all__ = ["DB_FILES", "STDERR_LOG", "LogLine", "Message", "OpenCodeNative", "Part", "Session", "read_native"]
 
@@ -84,32 +81,12 @@ def read_native(native_dir: Path) -> OpenCodeNative:
         raise NormalizeError("OpenCode wrote no database (opencode/opencode.db missing in native/)")
     problems: list[tuple[str, str]] = []
     _check_wal(native_dir / DATA, problems)
-    with _readonly_copy(native_dir / DATA) as conn:
+    with readonly_copy(native_dir / DATA, "opencode.db") as conn:
         sessions = _sessions(conn, problems)
     # The same lines are in both logs; the stderr copy is complete, the file OpenCode keeps is not flushed at exit.
     printed = native_dir / PROBE / STDERR_LOG
     logs = [printed] if printed.is_file() else sorted((native_dir / DATA / "log").glob("*.log"))
     return OpenCodeNative(list(sessions.values()), _log(logs, problems), problems)
-
-
-@contextmanager
-def _readonly_copy(folder: Path) -> Iterator[sqlite3.Connection]:
-    # A copy, so nothing (not even SQLite's WAL recovery writing -shm) touches the collected evidence.
-    with tempfile.TemporaryDirectory(prefix="opencode-db-") as tmp:
-        for name in DB_FILES:
-            if (folder / name).is_file():
-                shutil.copyfile(folder / name, Path(tmp) / name)
-        uri = (Path(tmp) / "opencode.db").as_uri() + "?mode=ro"
-        try:
-            with closing(sqlite3.connect(uri, uri=True)) as conn:
-                conn.row_factory = sqlite3.Row
-                verdict = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
-                if verdict != ["ok"]:
-                    raise NormalizeError(f"opencode.db is corrupt: {'; '.join(verdict[:3])}")
-                yield conn
-        except sqlite3.DatabaseError as exc:
-            # Truncated files, garbage, or a schema without the tables/columns this normalizer reads.
-            raise NormalizeError(f"opencode.db is unreadable: {exc}") from None
 
 
 def _check_wal(folder: Path, problems: list[tuple[str, str]]) -> None:
