@@ -1,4 +1,4 @@
-"""One episode (one harness x one scenario): private network, proxy, harness, collection, normalization, checks."""
+"""One episode (one harness x one scenario): a loopback-only pod, collection, normalization, checks."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from orchestrator.evidence import validate
 from orchestrator.harnesses import Harness, LaunchContext
 from orchestrator.images import BuiltImage
 from orchestrator.paths import EpisodePaths
-from orchestrator.runtime import ContainerSpec, Engine, create_labels
+from orchestrator.runtime import ContainerHandle, ContainerSpec, Engine, PodSpec, create_labels, redact_host
 from orchestrator.scenarios import Scenario
 from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
 
@@ -29,6 +29,10 @@ __all__ = ["EpisodeImages", "now_iso", "run_episode", "write_json"]
 
 PROXY_READY = b"DNS server listening at"
 PROXY_STOP_SECONDS = 10
+PROXY_READY_SECONDS = 60
+# Per container. CPU is a share of one core: a harness burning CPU cannot starve the proxy or the host.
+HARNESS_CPUS, HARNESS_MEMORY, HARNESS_PIDS = 1.0, "2g", 512
+PROXY_CPUS, PROXY_MEMORY, PROXY_PIDS = 1.0, "1g", 256
 
 
 def now_iso() -> str:
@@ -59,6 +63,13 @@ def _image_json(img: BuiltImage, version: str | None) -> dict[str, Any]:
         "files": img.files,
         "version": version,
     }
+
+
+def _asked_limits(spec: PodSpec) -> dict[str, Any]:
+    """Written first, so an episode whose pod never started still says what it asked for."""
+    harness = spec.harness.limits()
+    harness["writable"] = dict(sorted(spec.writable.items()))
+    return {"proxy": spec.proxy.limits(), "harness": harness}
 
 
 def run_episode(
@@ -93,100 +104,114 @@ def run_episode(
     paths.scenario.write_bytes(played.provider_json())
     ctx = LaunchContext(task_id=scenario.name)
     launch = harness.launch(scenario, ctx)
-    write_json(
-        paths.runtime,
-        {
-            "schema": "runtime/v1",
-            "engine": {
-                "server_version": engine.server_version(),
-                "docker_host": os.environ.get("DOCKER_HOST"),
-            },
-            "harness": _image_json(images.harness, images.harness_version),
-            "proxy": _image_json(images.proxy, images.proxy_version),
-            "launch": {
-                "command": launch.command,
-                "environment": launch.environment,
-                "files": {p: hashlib.sha256(d).hexdigest() for p, d in launch.files.items()},
-                "options": harness.options,
-            },
-            "scenario_sha256": scenario.sha256,
+    runtime_doc: dict[str, Any] = {
+        "schema": "runtime/v1",
+        "engine": {
+            "server_version": engine.server_version(),
+            "docker_host": redact_host(os.environ.get("DOCKER_HOST")),
         },
-    )
+        "harness": _image_json(images.harness, images.harness_version),
+        "proxy": _image_json(images.proxy, images.proxy_version),
+        "launch": {
+            "command": launch.command,
+            "environment": launch.environment,
+            "files": {p: hashlib.sha256(d).hexdigest() for p, d in launch.files.items()},
+            "options": harness.options,
+        },
+        "scenario_sha256": scenario.sha256,
+    }
     labels = create_labels(run_id, episode=episode_id, harness=harness.name, scenario=scenario.name)
+    pod_spec = PodSpec(
+        name=episode_id,
+        labels=labels,
+        proxy=ContainerSpec(
+            image=images.proxy.tag,
+            name=f"{episode_id}-proxy",
+            command=[
+                "--set",
+                "probe_scenario=/probe/scenario/scenario.json",
+                "--set",
+                "probe_witness=/probe/witness/witness.jsonl",
+                "--set",
+                f"probe_markers={ctx.markers}",
+            ],
+            files={"/probe/scenario/scenario.json": played.provider_json()},
+            files_base="/probe/scenario",
+            labels={**labels, "harness-probe.role": "proxy"},
+            mem_limit=PROXY_MEMORY,
+            cpus=PROXY_CPUS,
+            pids_limit=PROXY_PIDS,
+            # The proxy is also the harness's DNS server (E10); port 53 without any capability.
+            sysctls={"net.ipv4.ip_unprivileged_port_start": "0"},
+        ),
+        harness=ContainerSpec(
+            image=images.harness.tag,
+            name=f"{episode_id}-harness",
+            command=launch.command,
+            environment={"HOME": ctx.home, **launch.environment},
+            user="probe",
+            working_dir=ctx.workdir,
+            files=launch.files,
+            files_base=ctx.home,
+            files_owner=(1000, 1000),
+            labels={**labels, "harness-probe.role": "harness"},
+            mem_limit=HARNESS_MEMORY,
+            cpus=HARNESS_CPUS,
+            pids_limit=HARNESS_PIDS,
+        ),
+        shared=ctx.markers,
+        writable=dict(harness.writable_paths),
+        ready_log=PROXY_READY,
+        ready_timeout=PROXY_READY_SECONDS,
+    )
+    runtime_doc["limits"] = _asked_limits(pod_spec)
+    _write_runtime(paths, runtime_doc)
     try:
-        with (
-            engine.network(f"{episode_id}-net", labels) as net,
-            engine.volume(f"{episode_id}-markers", labels) as markers,
-        ):
-            proxy_spec = ContainerSpec(
-                image=images.proxy.tag,
-                name=f"{episode_id}-proxy",
-                command=[
-                    "--set",
-                    "probe_scenario=/probe/scenario/scenario.json",
-                    "--set",
-                    "probe_witness=/probe/witness/witness.jsonl",
-                    "--set",
-                    f"probe_markers={ctx.markers}",
-                ],
-                network=str(net.name),
-                aliases=["provider"],
-                volumes={str(markers.name): {"bind": ctx.markers, "mode": "ro"}},
-                files={"/probe/scenario/scenario.json": played.provider_json()},
-                files_base="/probe/scenario",
-                labels={**labels, "harness-probe.role": "proxy"},
-                mem_limit="1g",
-                # The proxy is also the harness's DNS server (E10); port 53 without any capability.
-                sysctls={"net.ipv4.ip_unprivileged_port_start": "0"},
-            )
-            harness_spec = ContainerSpec(
-                image=images.harness.tag,
-                name=f"{episode_id}-harness",
-                command=launch.command,
-                environment={"HOME": ctx.home, **launch.environment},
-                user="probe",
-                working_dir=ctx.workdir,
-                network=str(net.name),
-                volumes={str(markers.name): {"bind": ctx.markers, "mode": "rw"}},
-                files=launch.files,
-                files_base=ctx.home,
-                files_owner=(1000, 1000),
-                labels={**labels, "harness-probe.role": "harness"},
-            )
-            with engine.container(proxy_spec) as proxy:
-                proxy.start()
-                try:
-                    proxy.wait_for_log(PROXY_READY, timeout=60)
-                    # Every name the harness looks up goes to the proxy, which answers `provider` itself and
-                    # witnesses anything else as egress; Docker's embedded resolver is not used.
-                    harness_spec.dns = [proxy.address(str(net.name))]
-                    with engine.container(harness_spec) as hc:
-                        t0 = time.monotonic()
-                        hc.start()
-                        log.info("harness started", harness=harness.name, scenario=scenario.name)
-                        code = hc.wait(timeout)
-                        execution["seconds"] = round(time.monotonic() - t0, 3)
-                        if code is None:
-                            hc.kill()
-                            execution.update(status="timeout", exit_code=None)
-                            log.warning("harness timed out and was killed", timeout=timeout)
-                        else:
-                            execution.update(status="exited", exit_code=code)
-                        paths.harness_log.write_bytes(hc.logs())
-                        paths.native.mkdir()
-                        for native in harness.native_paths:
-                            hc.copy_out(native, paths.native)
-                finally:
-                    # A clean stop lets the addon write its `end` event before we copy the witness out.
-                    proxy.stop(PROXY_STOP_SECONDS)
-                    paths.proxy_log.write_bytes(proxy.logs())
-                    proxy.copy_out("/probe/witness/witness.jsonl", paths.root)
-                    proxy.copy_out(ctx.markers, paths.root)
+        with engine.pod(pod_spec) as pod:
+            runtime_doc["limits"] = pod.limits()
+            _write_runtime(paths, runtime_doc)
+            hc, proxy = pod.harness, pod.proxy
+            try:
+                t0 = time.monotonic()
+                hc.start()
+                log.info("harness started", harness=harness.name, scenario=scenario.name)
+                code = hc.wait(timeout)
+                execution["seconds"] = round(time.monotonic() - t0, 3)
+                if code is None:
+                    hc.kill()
+                    execution.update(status="timeout", exit_code=None)
+                    log.warning("harness timed out and was killed", timeout=timeout)
+                else:
+                    execution.update(status="exited", exit_code=code)
+                log.info("collecting", harness=harness.name, scenario=scenario.name)
+                paths.harness_log.write_bytes(hc.logs())
+                paths.native.mkdir()
+                # Before the proxy stops: it holds the harness's writable paths, where the native logs are.
+                for native in harness.native_paths:
+                    hc.copy_out(native, paths.native)
+            except Exception:
+                _collect_proxy(proxy, paths, ctx)
+                raise
+            # Not on an interrupt: then the pod is removed at once and the run leaves no summary.
+            _collect_proxy(proxy, paths, ctx)
     except Exception as exc:
         execution.update(status="error", error=f"{type(exc).__name__}: {exc}")
         (paths.root / "episode-error.txt").write_text(traceback.format_exc())
         log.error("episode could not run", error=str(exc))
     return _finish(paths, harness, scenario, run_id, episode_id, started, execution, True)
+
+
+def _write_runtime(paths: EpisodePaths, doc: dict[str, Any]) -> None:
+    validate(doc, "runtime/v1", "runtime.json")
+    write_json(paths.runtime, doc)
+
+
+def _collect_proxy(proxy: ContainerHandle, paths: EpisodePaths, ctx: LaunchContext) -> None:
+    # A clean stop lets the addon write its `end` event before we copy the witness out.
+    proxy.stop(PROXY_STOP_SECONDS)
+    paths.proxy_log.write_bytes(proxy.logs())
+    proxy.copy_out("/probe/witness/witness.jsonl", paths.root)
+    proxy.copy_out(ctx.markers, paths.root)
 
 
 def _finish(

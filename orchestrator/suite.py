@@ -22,7 +22,7 @@ from orchestrator.harnesses import Harness
 from orchestrator.images import REPO_ROOT, BuildOptions, BuiltImage, ImageBuilder
 from orchestrator.paths import RunPaths
 from orchestrator.report import report_run
-from orchestrator.runtime import Engine, create_labels
+from orchestrator.runtime import ContainerSpec, Engine, create_labels, deferred_interrupts
 from orchestrator.scenarios import Scenario, list_scenarios
 
 log = structlog.get_logger(__name__)
@@ -30,6 +30,10 @@ log = structlog.get_logger(__name__)
 __all__ = ["EXIT_ERROR", "OutputExists", "RunConfig", "SuiteResult", "run_suite"]
 
 EXIT_ERROR = 2
+# A version command that never ends is killed after this long (or the episode timeout, if shorter).
+VERSION_TIMEOUT_SECONDS = 60.0
+VERSION_MEMORY, VERSION_PIDS = "1g", 256
+PROXY_WRITABLE = {"/home/probe": "64m", "/tmp": "64m"}
 
 
 class OutputExists(FileExistsError):
@@ -57,25 +61,35 @@ def new_run_id() -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
 
 
-def _version(engine: Engine, image: BuiltImage, command: tuple[str, ...], run_id: str) -> str | None:
-    """The image's own version string, asked with no network at all."""
+def _version(
+    engine: Engine, image: BuiltImage, command: tuple[str, ...], run_id: str, writable: dict[str, str], timeout: float
+) -> str | None:
+    """The image's own version string, asked as hardened as a harness (no network, read-only root, limits)."""
     if not command:
         return None
+    spec = ContainerSpec(
+        image=image.tag,
+        name=f"hp-{run_id}-version-{secrets.token_hex(3)}",
+        command=list(command),
+        entrypoint=[],
+        network="none",
+        read_only=True,
+        tmpfs=writable,
+        labels=create_labels(run_id, role="version"),
+        mem_limit=VERSION_MEMORY,
+        cpus=1.0,
+        pids_limit=VERSION_PIDS,
+    )
+    log.info("asking the version", image=image.tag)
     try:
-        out = engine.client.containers.run(
-            image.tag,
-            list(command),
-            entrypoint=[],
-            network_disabled=True,
-            remove=True,
-            labels=create_labels(run_id, role="version"),
-            stdout=True,
-            stderr=True,
-        )
+        code, out = engine.run_once(spec, timeout)
     except docker.errors.DockerException as exc:
         log.warning("could not read version", image=image.tag, error=str(exc))
         return None
-    text = out.decode(errors="replace").strip() if isinstance(out, bytes) else str(out).strip()
+    if code is None:
+        log.warning("version command did not finish; killed", image=image.tag, timeout=timeout)
+        return None
+    text = out.decode(errors="replace").strip()
     return text or None
 
 
@@ -101,12 +115,41 @@ def run_suite(
         raise OutputExists(f"output directory {cfg.output} already exists; choose a new one (results are never mixed)")
     cfg.output.mkdir(parents=True)
     run_id = new_run_id()
+    engine.sweep()
+    try:
+        return _run(cfg, engine, out, run_id, on_build_line, on_episode)
+    except BaseException:
+        # Whatever was interrupted mid-creation: nothing labelled with this run survives it.
+        with deferred_interrupts():
+            engine.cleanup(run_id)
+        raise
+
+
+def _run(
+    cfg: RunConfig,
+    engine: Engine,
+    out: RunPaths,
+    run_id: str,
+    on_build_line: Callable[[str], None] | None,
+    on_episode: Callable[[str, str, dict[str, Any] | None], None] | None,
+) -> SuiteResult:
+    version_timeout = min(VERSION_TIMEOUT_SECONDS, cfg.timeout)
     builder = ImageBuilder(engine, cfg.build, on_line=on_build_line)
     built: dict[str, BuiltImage] = {"proxy": builder.build("proxy")}
     for h in cfg.harnesses:
         built[h.image] = builder.build(h.image)
     # `mitmdump --version` prints several lines (platform, OpenSSL, ...); the first names mitmproxy.
-    proxy_text = _version(engine, built["proxy"], ("/opt/mitmproxy/bin/mitmdump", "--version"), run_id) or ""
+    proxy_text = (
+        _version(
+            engine,
+            built["proxy"],
+            ("/opt/mitmproxy/bin/mitmdump", "--version"),
+            run_id,
+            PROXY_WRITABLE,
+            version_timeout,
+        )
+        or ""
+    )
     proxy_version = next((ln.strip() for ln in proxy_text.splitlines() if "mitmproxy" in ln.lower()), None)
     started_at = now_iso()
     suite: dict[str, Any] = {
@@ -127,7 +170,8 @@ def run_suite(
     write_json(out.suite, suite)
     results: list[dict[str, Any]] = []
     for h in cfg.harnesses:
-        version = h.parse_version(_version(engine, built[h.image], h.version_command, run_id) or "") or None
+        text = _version(engine, built[h.image], h.version_argv(), run_id, dict(h.writable_paths), version_timeout)
+        version = h.parse_version(text or "") or None
         images = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
         for s in cfg.scenarios:
             if on_episode:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 
 __all__ = ["QTYPE_A", "DnsAnswer", "answer_question", "own_address"]
@@ -10,6 +9,7 @@ __all__ = ["QTYPE_A", "DnsAnswer", "answer_question", "own_address"]
 QTYPE_A = 1
 QTYPE_AAAA = 28
 PROVIDER_NAMES = frozenset({"provider"})
+LOOPBACK = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -35,5 +35,5 @@ def answer_question(name: str, qtype: int, own_ip: str) -> DnsAnswer:
 
 
 def own_address() -> str:
-    """This container's address on its network: what `provider` must resolve to."""
-    return socket.gethostbyname(socket.gethostname())
+    """What `provider` must resolve to: the harness shares the proxy's network namespace, which has only loopback."""
+    return LOOPBACK

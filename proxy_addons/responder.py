@@ -20,6 +20,12 @@ ABORT_HEAD = f"HTTP/1.1 502 Bad Gateway\r\n{ABORT_HEADER}: 1\r\ncontent-length: 
 LOOPBACK = "127.0.0.1"
 # mitmproxy forwards the client's request headers; the limit only bounds a malformed request.
 HEAD_LIMIT = 1 << 20
+# The addon empties the body of every request it reroutes here; anything larger is not from the addon.
+MAX_BODY = 1 << 16
+# mitmproxy sends its request as soon as it connects; a connection silent for this long is not mitmproxy's.
+FIRST_REQUEST_SECONDS = 10.0
+# Connections that have not yet shown a plan token: bounded, so no one can make the proxy buffer without end.
+MAX_UNCLAIMED = 64
 
 
 @dataclass(eq=False)
@@ -77,6 +83,7 @@ class StreamingResponder:
         self._clock = clock
         self._server: asyncio.Server | None = None
         self._plans: dict[str, _Plan] = {}
+        self._unclaimed = 0
         self.port: int | None = None
 
     async def start(self) -> None:
@@ -121,37 +128,55 @@ class StreamingResponder:
     # -- one connection ----------------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # The harness shares the proxy's loopback and can connect here too: a connection is served only for a
+        # request carrying the one-time token of a plan in play, which only the addon (via mitmproxy) knows.
         prefix = b""
+        first = True
         try:
             while True:
-                token = await self._read_request(reader, prefix)
-                if token is None:
-                    return
-                plan = self._plans.get(token)
-                if plan is None or plan.claimed:
-                    # Its flow already ended (the client left before this request was read).
-                    logger.warning("streaming responder: request for a plan no longer in play")
+                if first:
+                    if self._unclaimed >= MAX_UNCLAIMED:
+                        logger.warning("streaming responder: too many connections without a plan; refused one")
+                        return
+                    self._unclaimed += 1
+                    try:
+                        plan = await asyncio.wait_for(self._read_request(reader, prefix), FIRST_REQUEST_SECONDS)
+                    finally:
+                        self._unclaimed -= 1
+                    first = False
+                else:
+                    plan = await self._read_request(reader, prefix)
+                if plan is None:
                     return
                 plan.claimed = True
                 plan.task = asyncio.current_task()
                 keep, prefix = await self._play(plan, reader, writer)
                 if not keep:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+        except (
+            ConnectionError,
+            TimeoutError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            ValueError,
+        ) as exc:
             logger.debug("streaming responder connection ended: %r", exc)
         finally:
             # abort, not close: a cut must not wait for buffered data, and there is nothing left to flush.
             writer.transport.abort()
 
-    async def _read_request(self, reader: asyncio.StreamReader, prefix: bytes) -> str | None:
-        """Read one request (head and body) and return its plan token; None at end of stream."""
+    async def _read_request(self, reader: asyncio.StreamReader, prefix: bytes) -> _Plan | None:
+        """Read one request and return its plan; None at end of stream or for a request without a live plan.
+
+        The token is checked before any body is read, and a rerouted request has an empty body (the addon
+        empties it), so a foreign request gets nothing: no reply, no buffering.
+        """
         try:
             head = prefix + await reader.readuntil(b"\r\n\r\n")
         except asyncio.IncompleteReadError:
             return None
-        token: str | None = None
+        token = ""
         length = 0
-        chunked = False
         for line in head.decode("latin-1").split("\r\n")[1:]:
             name, _, value = line.partition(":")
             name = name.strip().lower()
@@ -159,18 +184,19 @@ class StreamingResponder:
                 token = value.strip()
             elif name == "content-length":
                 length = int(value.strip())
-            elif name == "transfer-encoding" and "chunked" in value.lower():
-                chunked = True
-        # The addon empties rerouted bodies, but a body must still be consumed to keep the framing.
-        if chunked:
-            while True:
-                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-                await reader.readexactly(size + 2)
-                if size == 0:
-                    break
-        elif length:
+            elif name == "transfer-encoding":
+                length = -1
+        plan = self._plans.get(token)
+        if plan is None or plan.claimed or not secrets.compare_digest(plan.token, token):
+            # No plan, or its flow already ended (the client left before this request was read).
+            logger.warning("streaming responder: request without a plan in play; closed unanswered")
+            return None
+        if length < 0 or length > MAX_BODY:
+            logger.warning("streaming responder: request body not empty; closed unanswered")
+            return None
+        if length:
             await reader.readexactly(length)
-        return token or ""
+        return plan
 
     async def _play(
         self, plan: _Plan, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

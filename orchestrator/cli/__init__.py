@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from typing import Annotated
 
@@ -12,6 +11,7 @@ import typer
 from orchestrator import __version__
 from orchestrator.cli import audit, cleanup, doctor, harnesses, images, results, run, scenarios
 from orchestrator.logs import LogFormat, configure_logging
+from orchestrator.runtime import install_interrupt_handlers
 
 __all__ = ["app", "main"]
 
@@ -63,13 +63,8 @@ def _root(
     configure_logging(log_format, verbose - quiet)
 
 
-def _sigterm(_signum: int, _frame: object) -> None:
-    # SIGTERM takes the Ctrl-C path, so every `finally` removes what the run created.
-    raise KeyboardInterrupt
-
-
 def main() -> None:
-    signal.signal(signal.SIGTERM, _sigterm)
+    install_interrupt_handlers()
     try:
         rc = app(standalone_mode=False)
     except (KeyboardInterrupt, click.exceptions.Abort):

@@ -48,6 +48,9 @@ class Harness(ABC):
     # A harness that ends only through its shell (mini-SWE-agent) names the output prefix that makes a command
     # its submission; the proxy then plays the final answer as one shell call printing PREFIX, newline, ANSWER.
     final_answer_via_shell: ClassVar[str | None] = None
+    # The harness container's root filesystem is read-only: these paths (absolute -> size cap) are writable,
+    # in memory, and the native paths must lie below one of them. HOME holds the workdir.
+    writable_paths: ClassVar[dict[str, str]] = {"/home/probe": "1g", "/tmp": "512m"}
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         self.options = dict(options or {})
@@ -69,6 +72,10 @@ class Harness(ABC):
         if self.final_answer_via_shell is None:
             return None
         return {"final_answer": {"via": "shell", "prefix": self.final_answer_via_shell}}
+
+    def version_argv(self) -> tuple[str, ...]:
+        """The command printing the harness's version; run before its episodes, hardened and with a deadline."""
+        return self.version_command
 
     def parse_version(self, output: str) -> str:
         return output.strip().splitlines()[-1] if output.strip() else ""

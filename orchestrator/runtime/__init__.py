@@ -1,13 +1,27 @@
-"""Container runtimes behind one small interface; Docker's API (and Podman's or Lima's socket) first."""
+"""Container runtimes behind one small interface (a pod: proxy + harness); Docker's API first."""
 
 from __future__ import annotations
 
-from orchestrator.runtime.docker import (
-    ContainerSpec,
-    Engine,
-    EngineUnavailable,
-    RunningContainer,
-    create_labels,
-)
+from orchestrator.runtime.docker import Engine, EngineUnavailable, RunningContainer
+from orchestrator.runtime.interrupts import deferred_interrupts, install_interrupt_handlers
+from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST, ContainerHandle, Pod, PodRuntime, PodSpec
+from orchestrator.runtime.spec import RUN_LABEL, ContainerSpec, Owner, create_labels, redact_host
 
-__all__ = ["ContainerSpec", "Engine", "EngineUnavailable", "RunningContainer", "create_labels"]
+__all__ = [
+    "LOOPBACK",
+    "PROVIDER_HOST",
+    "RUN_LABEL",
+    "ContainerHandle",
+    "ContainerSpec",
+    "Engine",
+    "EngineUnavailable",
+    "Owner",
+    "Pod",
+    "PodRuntime",
+    "PodSpec",
+    "RunningContainer",
+    "create_labels",
+    "deferred_interrupts",
+    "install_interrupt_handlers",
+    "redact_host",
+]

@@ -8,65 +8,37 @@ import os
 import tarfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import docker
 import docker.errors
+import docker.types
 import structlog
 from docker.models.containers import Container
-from docker.models.networks import Network
 from docker.models.volumes import Volume
 
-from orchestrator import __version__
+from orchestrator.runtime.docker_pod import DockerPod, docker_pod
+from orchestrator.runtime.interrupts import deferred_interrupts
+from orchestrator.runtime.pod import PodSpec
+from orchestrator.runtime.spec import (
+    LOG_MAX_FILES,
+    LOG_MAX_SIZE,
+    OWNER_LABEL,
+    RUN_LABEL,
+    ContainerSpec,
+    Owner,
+    create_labels,
+)
 
 log = structlog.get_logger(__name__)
-
-LABEL_NS = "harness-probe"
-RUN_LABEL = f"{LABEL_NS}.run"
 
 __all__ = ["RUN_LABEL", "ContainerSpec", "Engine", "EngineUnavailable", "RunningContainer", "create_labels"]
 
 
 class EngineUnavailable(RuntimeError):
     """No container engine answered at the configured address."""
-
-
-def create_labels(run_id: str, **extra: str) -> dict[str, str]:
-    """Every object we create carries these, so `harness-probe cleanup` and tests can find leftovers."""
-    for key in extra:
-        if key.startswith(LABEL_NS):
-            raise ValueError(f"label {key!r} uses the reserved namespace {LABEL_NS!r}")
-    labels = {RUN_LABEL: run_id, f"{LABEL_NS}.version": __version__}
-    labels.update({f"{LABEL_NS}.{k}": v for k, v in extra.items()})
-    return labels
-
-
-@dataclass
-class ContainerSpec:
-    """What to start; the harness and proxy presets fill one each."""
-
-    image: str
-    name: str
-    command: list[str] | None = None
-    entrypoint: list[str] | None = None
-    environment: dict[str, str] = field(default_factory=dict)
-    user: str | None = None
-    working_dir: str | None = None
-    network: str | None = None
-    aliases: list[str] = field(default_factory=list)
-    volumes: dict[str, dict[str, str]] = field(default_factory=dict)
-    files: dict[str, bytes] = field(default_factory=dict)  # absolute path below files_base -> content
-    files_base: str = "/"
-    files_owner: tuple[int, int] = (0, 0)
-    labels: dict[str, str] = field(default_factory=dict)
-    mem_limit: str = "2g"
-    pids_limit: int = 512
-    cap_drop_all: bool = True
-    dns: list[str] | None = None
-    sysctls: dict[str, str] = field(default_factory=dict)
 
 
 class RunningContainer:
@@ -128,11 +100,6 @@ class RunningContainer:
             self._c.stop(timeout=timeout)
         except docker.errors.APIError as exc:
             log.debug("stop failed", container=self.name, error=str(exc))
-
-    def address(self, network: str) -> str:
-        """The container's IPv4 address on one of its networks."""
-        self._c.reload()
-        return str(self._c.attrs["NetworkSettings"]["Networks"][network]["IPAddress"])
 
     def state(self) -> dict[str, Any]:
         self._c.reload()
@@ -203,40 +170,71 @@ class Engine:
         return str(self.client.version().get("Version", "unknown"))
 
     @contextmanager
-    def network(self, name: str, labels: dict[str, str]) -> Iterator[Network]:
-        """An internal network: containers on it reach each other and nothing else."""
-        net = self.client.networks.create(name, driver="bridge", internal=True, labels=labels, check_duplicate=True)
-        try:
-            yield net
-        finally:
-            _retry_remove(net.remove, f"network {name}")
+    def volume(self, name: str, labels: dict[str, str], tmpfs_size: str | None = None) -> Iterator[Volume]:
+        """A labelled volume, removed however the block ends; with tmpfs_size an in-memory one of that cap.
 
-    @contextmanager
-    def volume(self, name: str, labels: dict[str, str]) -> Iterator[Volume]:
-        vol = self.client.volumes.create(name=name, labels=labels)
+        An in-memory volume keeps its content only while some container has it mounted (the pod's proxy does).
+        """
+        opts = None
+        if tmpfs_size is not None:
+            # Owned by `probe` (images/base) unless the image's own folder there says otherwise (copied up).
+            opts = {"type": "tmpfs", "device": "tmpfs", "o": f"size={tmpfs_size},uid=1000,gid=1000"}
         try:
+            with deferred_interrupts():
+                vol = self.client.volumes.create(name=name, labels=labels, driver="local", driver_opts=opts)
             yield vol
         finally:
-            _retry_remove(lambda: vol.remove(force=True), f"volume {name}")
+            with deferred_interrupts():
+                _retry_remove(lambda: self.client.api.remove_volume(name, force=True), f"volume {name}")
 
     @contextmanager
     def container(self, spec: ContainerSpec) -> Iterator[RunningContainer]:
-        """Create (not start) a container; it is removed with its anonymous volumes however the block ends."""
-        security = ["no-new-privileges:true"]
+        """Create (not start) a container; it is removed with its anonymous volumes however the block ends.
+
+        An interrupt during creation is held back until the id is known, and removal runs to its end.
+        """
+        rc: RunningContainer | None = None
+        try:
+            with deferred_interrupts():
+                rc = self._create(spec)
+            if spec.files:
+                rc.put_files(spec.files, spec.files_base, *spec.files_owner)
+            yield rc
+        finally:
+            with deferred_interrupts():
+                if rc is not None:
+                    rc.remove()
+                else:
+                    # Creation failed or was cut short: the engine may still have made it under our name.
+                    with contextlib.suppress(docker.errors.NotFound):
+                        self.client.api.remove_container(spec.name, force=True, v=True)
+
+    def _create(self, spec: ContainerSpec) -> RunningContainer:
         host_kwargs: dict[str, Any] = {
             "mem_limit": spec.mem_limit,
+            # Equal to the memory limit: no swap, so a memory hog is stopped instead of thrashing the host.
+            "memswap_limit": spec.mem_limit,
+            "nano_cpus": int(spec.cpus * 1e9),
             "pids_limit": spec.pids_limit,
-            "security_opt": security,
+            "security_opt": ["no-new-privileges:true"],
+            "read_only": spec.read_only,
+            "log_config": docker.types.LogConfig(
+                type="json-file", config={"max-size": LOG_MAX_SIZE, "max-file": str(LOG_MAX_FILES)}
+            ),
         }
         if spec.cap_drop_all:
             host_kwargs["cap_drop"] = ["ALL"]
         if spec.dns is not None:
             host_kwargs["dns"] = spec.dns
+        if spec.extra_hosts:
+            host_kwargs["extra_hosts"] = spec.extra_hosts
         if spec.sysctls:
             host_kwargs["sysctls"] = spec.sysctls
-        networking = None
-        if spec.network:
-            networking = {spec.network: self.client.api.create_endpoint_config(aliases=spec.aliases or None)}
+        if spec.tmpfs:
+            # Owned by the image's user (root's otherwise); exec, as harnesses run scripts they write.
+            uid, gid = spec.tmpfs_owner
+            opts = f"uid={uid},gid={gid},exec"
+            host_kwargs["tmpfs"] = {path: f"size={size},{opts}" for path, size in spec.tmpfs.items()}
         created = self.client.api.create_container(
             image=spec.image,
             name=spec.name,
@@ -251,29 +249,94 @@ class Engine:
                 network_mode=spec.network,
                 **host_kwargs,
             ),
-            networking_config=self.client.api.create_networking_config(networking) if networking else None,
         )
-        rc = RunningContainer(self.client.containers.get(created["Id"]))
-        try:
-            if spec.files:
-                rc.put_files(spec.files, spec.files_base, *spec.files_owner)
-            yield rc
-        finally:
-            rc.remove()
+        return RunningContainer(self.client.containers.get(created["Id"]))
+
+    def run_once(self, spec: ContainerSpec, timeout: float) -> tuple[int | None, bytes]:
+        """Start, wait at most `timeout` (then kill), and return exit code (None: killed) and output."""
+        with self.container(spec) as rc:
+            rc.start()
+            code = rc.wait(timeout)
+            if code is None:
+                rc.kill()
+            return code, rc.logs()
+
+    def pod(self, spec: PodSpec) -> AbstractContextManager[DockerPod]:
+        return docker_pod(self, spec)
+
+    def effective_limits(self, rc: RunningContainer) -> dict[str, Any]:
+        """What the engine applied (from inspect), not what we asked for."""
+        host = self.client.api.inspect_container(rc.id)["HostConfig"]
+        log_cfg = host.get("LogConfig") or {}
+        network = str(host.get("NetworkMode") or "")
+        return {
+            "cpus": (host.get("NanoCpus") or 0) / 1e9 or None,
+            "memory_bytes": host.get("Memory") or None,
+            "memory_swap_bytes": host.get("MemorySwap") or None,
+            "pids": host.get("PidsLimit") or None,
+            "cap_drop": list(host.get("CapDrop") or []),
+            "security_opt": list(host.get("SecurityOpt") or []),
+            "read_only_rootfs": bool(host.get("ReadonlyRootfs")),
+            "tmpfs": dict(host.get("Tmpfs") or {}),
+            "log": {
+                "type": str(log_cfg.get("Type", "")),
+                **{k: str(v) for k, v in (log_cfg.get("Config") or {}).items()},
+            },
+            # A joined namespace is named by role, not by the random id of the proxy container.
+            "network": "container:proxy" if network.startswith("container:") else network,
+        }
+
+    def sweep(self) -> list[str]:
+        """Remove the objects of runs whose process is gone (killed, crashed); never those of a live run.
+
+        Only objects whose owner label names this machine and a process that no longer exists (or whose
+        pid now belongs to a younger process) are removed. Objects without an owner label are left alone.
+        """
+        here = Owner.this_process()
+        flt = {"label": OWNER_LABEL}
+        removed: list[str] = []
+
+        def dead(labels: dict[str, str] | None) -> bool:
+            owner = Owner.parse((labels or {}).get(OWNER_LABEL, ""))
+            return owner is not None and owner.is_dead(here)
+
+        with deferred_interrupts():
+            for c in self.client.containers.list(all=True, filters=flt):
+                if dead(c.labels):
+                    with contextlib.suppress(docker.errors.NotFound):
+                        c.remove(force=True, v=True)
+                    removed.append(f"container {c.name} (run {c.labels.get(RUN_LABEL)})")
+            for v in self.client.volumes.list(filters=flt):
+                if dead(v.attrs.get("Labels")):
+                    with contextlib.suppress(docker.errors.NotFound):
+                        v.remove(force=True)
+                    removed.append(f"volume {v.name} (run {(v.attrs.get('Labels') or {}).get(RUN_LABEL)})")
+            for n in self.client.networks.list(filters=flt):
+                if dead(n.attrs.get("Labels")):
+                    with contextlib.suppress(docker.errors.NotFound):
+                        n.remove()
+                    removed.append(f"network {n.name} (run {(n.attrs.get('Labels') or {}).get(RUN_LABEL)})")
+        if removed:
+            log.warning("removed what runs that no longer exist left behind", objects=removed)
+        return removed
 
     def cleanup(self, run_id: str | None = None) -> dict[str, int]:
         """Remove every container, network and volume we labelled (all runs, or one)."""
         flt = {"label": f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL}
         counts = {"containers": 0, "networks": 0, "volumes": 0}
-        for c in self.client.containers.list(all=True, filters=flt):
-            c.remove(force=True, v=True)
-            counts["containers"] += 1
-        for n in self.client.networks.list(filters=flt):
-            n.remove()
-            counts["networks"] += 1
-        for v in self.client.volumes.list(filters=flt):
-            v.remove(force=True)
-            counts["volumes"] += 1
+        with deferred_interrupts():
+            for c in self.client.containers.list(all=True, filters=flt):
+                with contextlib.suppress(docker.errors.NotFound):
+                    c.remove(force=True, v=True)
+                counts["containers"] += 1
+            for n in self.client.networks.list(filters=flt):
+                with contextlib.suppress(docker.errors.NotFound):
+                    n.remove()
+                counts["networks"] += 1
+            for v in self.client.volumes.list(filters=flt):
+                with contextlib.suppress(docker.errors.NotFound):
+                    v.remove(force=True)
+                counts["volumes"] += 1
         return counts
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.runtime import ContainerSpec, Engine, create_labels
+from orchestrator.runtime import ContainerSpec, Engine, PodSpec, create_labels
 from orchestrator.scenarios import load_scenario
 from tests.integration.conftest import Images, labelled
 
@@ -28,39 +28,36 @@ def test_lookups_of_other_names_are_refused_and_witnessed(engine: Engine, images
     run_id = f"egress-{uuid.uuid4().hex[:6]}"
     labels = create_labels(run_id)
     scenario = load_scenario("tool_success")
-    with engine.network(f"{run_id}-net", labels) as net:
-        proxy_spec = ContainerSpec(
+    spec = PodSpec(
+        name=run_id,
+        labels=labels,
+        proxy=ContainerSpec(
             image=images.proxy.tag,
             name=f"{run_id}-proxy",
             command=["--set", "probe_scenario=/probe/scenario/scenario.json", "--set",
                      "probe_witness=/probe/witness/witness.jsonl"],
-            network=str(net.name),
-            aliases=["provider"],
             files={"/probe/scenario/scenario.json": scenario.provider_json()},
             files_base="/probe/scenario",
             labels=labels,
             sysctls={"net.ipv4.ip_unprivileged_port_start": "0"},
-        )  # fmt: skip
-        with engine.container(proxy_spec) as proxy:
-            proxy.start()
-            proxy.wait_for_log(b"DNS server listening at", 60)
-            proxy_ip = proxy.address(str(net.name))
-            prober = ContainerSpec(
-                image=images.reference.tag,
-                name=f"{run_id}-harness",
-                command=["python3", "-c", _LOOKUPS],
-                user="probe",
-                network=str(net.name),
-                labels=labels,
-                dns=[proxy_ip],
-            )
-            with engine.container(prober) as h:
-                h.start()
-                assert h.wait(60) == 0
-                out = dict(line.split(" ", 1) for line in h.logs().decode().strip().splitlines())
-            proxy.stop(10)
-            proxy.copy_out("/probe/witness/witness.jsonl", tmp_path)
-    assert out["provider"] == proxy_ip
+        ),
+        harness=ContainerSpec(
+            image=images.reference.tag,
+            name=f"{run_id}-harness",
+            command=["python3", "-c", _LOOKUPS],
+            user="probe",
+            labels=labels,
+        ),
+        shared="/probe/markers",
+        ready_log=b"DNS server listening at",
+    )  # fmt: skip
+    with engine.pod(spec) as pod:
+        pod.harness.start()
+        assert pod.harness.wait(60) == 0
+        out = dict(line.split(" ", 1) for line in pod.harness.logs().decode().strip().splitlines())
+        pod.proxy.stop(10)
+        pod.proxy.copy_out("/probe/witness/witness.jsonl", tmp_path)
+    assert out["provider"] == "127.0.0.1"
     assert out["telemetry.example.com"] == "gaierror"
     events = [json.loads(line) for line in (tmp_path / "witness.jsonl").read_text().splitlines()]
     egress = {(e["target"], e["detail"]) for e in events if e["event"] == "egress"}

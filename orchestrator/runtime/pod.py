@@ -1,0 +1,77 @@
+"""The pod: one episode's proxy and harness in one network namespace that has only loopback.
+
+The proxy starts with no network at all; the harness joins the proxy's namespace. `provider` is
+127.0.0.1 and the resolver is the proxy's DNS listener on 127.0.0.1:53, so every lookup is witnessed;
+a connect to any other address fails in the kernel (no route). Only the shared directory (markers)
+is mounted in both, read-only for the proxy. The harness's root filesystem is read-only; the paths
+it writes are size-capped in-memory filesystems that outlive its exit until the pod ends, so its
+logs can be collected. A backend (Docker here; Podman, Apptainer later) gives this shape its own way.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from orchestrator.runtime.spec import ContainerSpec
+
+__all__ = ["LOOPBACK", "PROVIDER_HOST", "ContainerHandle", "Pod", "PodRuntime", "PodSpec"]
+
+LOOPBACK = "127.0.0.1"
+PROVIDER_HOST = "provider"
+
+
+@dataclass
+class PodSpec:
+    """Two containers and what they share; the backend sets their network, resolver and hosts entry."""
+
+    name: str  # prefix of every object the pod creates
+    labels: dict[str, str]
+    proxy: ContainerSpec
+    harness: ContainerSpec
+    shared: str  # the one directory both see: read-write for the harness, read-only for the proxy
+    writable: dict[str, str] = field(default_factory=dict)  # harness path -> size cap ("512m")
+    ready_log: bytes = b""  # the proxy is ready once its output holds this
+    ready_timeout: float = 60.0
+
+
+class ContainerHandle(Protocol):
+    """One container of a pod, as the episode drives it."""
+
+    @property
+    def name(self) -> str: ...
+
+    def start(self) -> None: ...
+
+    def wait(self, timeout: float) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+    def stop(self, timeout: int = 10) -> None: ...
+
+    def logs(self) -> bytes: ...
+
+    def copy_out(self, path: str, dest: Path) -> bool: ...
+
+
+class Pod(Protocol):
+    """A started proxy (ready) and a created harness; everything goes away when the context ends.
+
+    Collect from the harness before stopping the proxy: the proxy holds the harness's writable paths.
+    """
+
+    @property
+    def proxy(self) -> ContainerHandle: ...
+
+    @property
+    def harness(self) -> ContainerHandle: ...
+
+    def limits(self) -> dict[str, Any]:
+        """The effective limits of both containers, as the runtime reports them (for runtime.json)."""
+        ...
+
+
+class PodRuntime(Protocol):
+    def pod(self, spec: PodSpec) -> AbstractContextManager[Pod]: ...
