@@ -204,3 +204,47 @@ def test_request_without_a_plan_is_closed(token: str) -> None:
         writer.close()
 
     assert run(test).outcomes == []
+
+
+def test_the_harness_sharing_loopback_gets_nothing_without_a_live_plan_token() -> None:
+    """In the pod the harness can connect here too: no token, a made-up one, a used one or a body gets no reply."""
+
+    async def test(responder: StreamingResponder, recorder: Recorder) -> None:
+        token = recorder.plan(responder, TimedReply(200, {"content-type": "application/json"}, pieces=(b"{}",)))
+        big = f"POST / HTTP/1.1\r\n{PLAN_HEADER}: {token}\r\ncontent-length: 1000000\r\n\r\n".encode()
+        for attempt in (b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", request("0" * 32), big):
+            reader, writer = await connect(responder)
+            writer.write(attempt)
+            assert await read_all(reader) == b""
+            writer.close()
+        assert responder.pending() == 1, "a foreign request must not use up or end the plan"
+        reader, writer = await connect(responder)
+        writer.write(request(token).replace(b"content-length: 2\r\n\r\n{}", b"content-length: 0\r\n\r\n"))
+        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200 OK")
+        writer.close()
+        await wait_for(lambda: recorder.outcomes)
+        reader, writer = await connect(responder)
+        writer.write(request(token))
+        assert await read_all(reader) == b"", "a token is good for one request only"
+        writer.close()
+
+    recorder = run(test)
+    assert [o.ended for o in recorder.outcomes] == [COMPLETE]
+
+
+def test_a_silent_connection_is_dropped_and_their_number_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("proxy_addons.responder.FIRST_REQUEST_SECONDS", 2.0)
+    monkeypatch.setattr("proxy_addons.responder.MAX_UNCLAIMED", 2)
+
+    async def test(responder: StreamingResponder, recorder: Recorder) -> None:
+        silent = [await connect(responder) for _ in range(2)]
+        await asyncio.sleep(0.05)
+        third = await connect(responder)
+        assert await read_all(third[0], 1.0) == b"", "a third silent connection is refused at once"
+        for reader, _writer in silent:
+            assert await read_all(reader, 4.0) == b""
+        for _reader, writer in [*silent, third]:
+            writer.close()
+            await writer.wait_closed()
+
+    run(test)
