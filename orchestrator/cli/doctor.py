@@ -1,22 +1,60 @@
-"""`harness-probe doctor`: is there an engine, which one, and can the images be built here?"""
+"""`harness-probe doctor`: which runtimes this machine has, which answer, and what builds will use."""
 
 from __future__ import annotations
 
-import os
+import json
 import platform
 import shutil
+from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import connect
 from orchestrator.images import default_extra_ca
+from orchestrator.runtime.discover import ORDER, RuntimeStatus, discover, first_answering
 
 
-def doctor() -> None:
-    """Check the container engine answers and show what builds will use; exit 2 if no engine answers."""
-    engine = connect()
-    typer.echo(f"engine: {engine.server_version()} at {os.environ.get('DOCKER_HOST', 'default socket')}")
-    typer.echo(f"python: {platform.python_version()}")
+def _line(s: RuntimeStatus) -> str:
+    if s.answers:
+        mode = "rootless" if s.rootless else "rootful"
+        where = f" at {s.endpoint}" if s.endpoint else ""
+        return f"{s.name}: answers, {s.version}, {mode}{where}"
+    return f"{s.name}: {'not installed' if s.binary is None else 'does not answer'}"
+
+
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as one JSON object.")] = False,
+) -> None:
+    """List every container runtime found (Docker, Podman, Apptainer; Lima and Colima sockets included), which
+    answers, rootless or not, and why one does not; then the build settings. Exit 2 if no runtime answers."""
+    statuses = discover(ORDER)
+    chosen = first_answering(statuses)
     ca = default_extra_ca()
-    typer.echo(f"build CA: {ca if ca else 'none (set HARNESS_PROBE_EXTRA_CA behind a TLS-intercepting proxy)'}")
-    typer.echo(f"debootstrap: {shutil.which('debootstrap') or 'not installed (needed only when no registry answers)'}")
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "runtimes": [s.as_json() for s in statuses],
+                    "default_runtime": chosen.name if chosen else None,
+                    "python": platform.python_version(),
+                    "build_ca": str(ca) if ca else None,
+                    "debootstrap": shutil.which("debootstrap"),
+                },
+                indent=2,
+            )
+        )
+    else:
+        for s in statuses:
+            typer.echo(_line(s))
+            for reason in s.reasons:
+                typer.echo(f"  - {reason}")
+            for note in s.notes:
+                typer.echo(f"  * {note}")
+        typer.echo(f"default runtime: {chosen.name if chosen else 'none answers'} (order: {', '.join(ORDER)})")
+        typer.echo(f"python: {platform.python_version()}")
+        typer.echo(f"build CA: {ca if ca else 'none (set HARNESS_PROBE_EXTRA_CA behind a TLS-intercepting proxy)'}")
+        typer.echo(
+            f"debootstrap: {shutil.which('debootstrap') or 'not installed (needed only when no registry answers)'}"
+        )
+    if chosen is None:
+        typer.echo("harness-probe: no container runtime answers (see the reasons above)", err=True)
+        raise typer.Exit(2)
