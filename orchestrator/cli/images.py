@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from orchestrator import __version__
 from orchestrator.cli.common import ExtraCa, Rebuild, build_options, connect
+from orchestrator.evidence import validate
 from orchestrator.images import BuildError, ImageBuilder, image_names
+from orchestrator.runtime.archive import export_image
 
 app = typer.Typer(help="Container images under images/.", no_args_is_help=True)
 
@@ -36,3 +41,43 @@ def list_() -> None:
     """List the image folders."""
     for name in image_names():
         typer.echo(name)
+
+
+@app.command("export")
+def export(
+    names: Annotated[
+        list[str],
+        typer.Argument(help="Images to export, e.g. proxy reference (each archive holds its parents' layers)."),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the archives and images.json.")],
+    extra_ca: ExtraCa = None,
+) -> None:
+    """Build (or reuse) images and write each as a docker-archive tar plus `images.json` (format image-archives/v1):
+    what a cluster user copies to a machine with Apptainer and no engine (`--runtime apptainer` reads them)."""
+    if output.exists() and any(output.iterdir()):
+        typer.echo(f"harness-probe: {output} exists and is not empty; give a new directory", err=True)
+        raise typer.Exit(2)
+    engine = connect()
+    builder = ImageBuilder(engine, build_options(extra_ca, False))
+    manifest: dict[str, object] = {"schema": "image-archives/v1", "tool_version": __version__, "images": {}}
+    images: dict[str, object] = {}
+    try:
+        for name in names:
+            img = builder.build(name)
+            archive = f"{img.name}-{img.inputs_sha256[:16]}.tar"
+            info = export_image(engine.client, img.tag, output / archive)
+            images[name] = {
+                "tag": img.tag,
+                "image_id": img.image_id,
+                "inputs_sha256": img.inputs_sha256,
+                "archive": archive,
+                "bytes": info.bytes,
+                "sha256": info.sha256,
+            }
+            typer.echo(f"{img.name}\t{img.tag}\t{output / archive}\t{info.bytes / 2**20:.0f} MiB")
+    except BuildError as exc:
+        typer.echo(f"harness-probe: {exc}", err=True)
+        raise typer.Exit(2) from None
+    manifest["images"] = images
+    validate(manifest, "image-archives/v1", "images.json")
+    (output / "images.json").write_text(json.dumps(manifest, indent=2) + "\n")
