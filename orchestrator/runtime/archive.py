@@ -55,5 +55,5 @@ def export_image(client: docker.DockerClient, tag: str, dest: Path) -> ArchiveIn
 
 def transfer_image(source: docker.DockerClient, target: docker.DockerClient, tag: str) -> str:
     """Copy `tag` from one engine to another without holding the archive in memory; returns the target's id."""
-    target.api.load_image(_chunks(source, tag), quiet=True)
+    target.api.load_image(_chunks(source, tag), quiet=True)  # type: ignore[no-untyped-call]
     return str(target.images.get(tag).id)
