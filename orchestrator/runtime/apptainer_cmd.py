@@ -24,6 +24,7 @@ __all__ = [
     "env_file_text",
     "exec_command",
     "holder_command",
+    "join_command",
     "sif_name",
 ]
 
@@ -88,6 +89,11 @@ class ExecSpec:
     writable_tmpfs: bool = True
 
 
+def join_command(holder_pid: int) -> list[str]:
+    """Enter the pod's user and network namespaces (the holder's child owns them); the rest of the line runs there."""
+    return ["nsenter", f"--target={holder_pid}", "--user", "--net", "--preserve-credentials", "--"]
+
+
 def env_file_text(environment: Mapping[str, str]) -> str:
     """The environment as an Apptainer env file (shell syntax, each value quoted): `--env KEY=VALUE` would split a
     value at its commas."""
@@ -104,7 +110,7 @@ def env_file_text(environment: Mapping[str, str]) -> str:
 def exec_command(apptainer: str, holder_pid: int, spec: ExecSpec) -> list[str]:
     """`nsenter` into the holder's namespaces, then `apptainer exec` hardened: no host environment, home, /tmp
     or devices beyond the minimum; the image read-only with a small in-memory overlay for what it writes."""
-    cmd = ["nsenter", f"--target={holder_pid}", "--user", "--net", "--preserve-credentials", "--"]
+    cmd = join_command(holder_pid)
     cmd += [apptainer, "exec", "--containall", "--cleanenv", "--no-home", "--no-privs"]
     if spec.writable_tmpfs:
         cmd.append("--writable-tmpfs")
