@@ -87,6 +87,9 @@ class ExecSpec:
     env_file: Path | None = None  # written by env_file_text(); values with any character survive it
     workdir: str | None = None
     writable_tmpfs: bool = True
+    # `run` starts the image's entrypoint (Docker's ENTRYPOINT + the command as its arguments); `exec` runs the
+    # command itself, for a spec that names its own entrypoint.
+    use_entrypoint: bool = True
 
 
 def join_command(holder_pid: int) -> list[str]:
@@ -111,7 +114,14 @@ def exec_command(apptainer: str, holder_pid: int, spec: ExecSpec) -> list[str]:
     """`nsenter` into the holder's namespaces, then `apptainer exec` hardened: no host environment, home, /tmp
     or devices beyond the minimum; the image read-only with a small in-memory overlay for what it writes."""
     cmd = join_command(holder_pid)
-    cmd += [apptainer, "exec", "--containall", "--cleanenv", "--no-home", "--no-privs"]
+    cmd += [
+        apptainer,
+        "run" if spec.use_entrypoint else "exec",
+        "--containall",
+        "--cleanenv",
+        "--no-home",
+        "--no-privs",
+    ]
     if spec.writable_tmpfs:
         cmd.append("--writable-tmpfs")
     if spec.workdir:

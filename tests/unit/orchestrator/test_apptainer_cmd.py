@@ -33,6 +33,7 @@ def test_exec_joins_the_holder_and_is_hardened(tmp_path: Path) -> None:
     )
     cmd = a.exec_command("apptainer", 4242, spec)
     assert cmd[:6] == ["nsenter", "--target=4242", "--user", "--net", "--preserve-credentials", "--"]
+    assert cmd[6:8] == ["apptainer", "run"]  # the image's entrypoint, as Docker would start it
     flags = cmd[6:]
     for flag in ("--containall", "--cleanenv", "--no-home", "--no-privs", "--writable-tmpfs"):
         assert flag in flags
@@ -69,3 +70,8 @@ def test_holder_brings_loopback_up_in_a_new_user_and_network_namespace() -> None
     assert cmd[:6] == ["unshare", "--user", "--map-root-user", "--net", "--fork", "--kill-child"]
     assert cmd[6:8] == ["/usr/bin/python3", "-c"]
     compile(cmd[8], "<holder>", "exec")
+
+
+def test_a_spec_with_its_own_entrypoint_is_exec() -> None:
+    spec = a.ExecSpec(sif=Path("/c/x.sif"), command=["/bin/true"], use_entrypoint=False)
+    assert a.exec_command("apptainer", 1, spec)[6:8] == ["apptainer", "exec"]

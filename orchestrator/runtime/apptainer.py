@@ -1,0 +1,326 @@
+"""The pod on Apptainer: no daemon, no root. A holder process owns one user + network namespace (loopback only);
+the proxy and the harness each run as `apptainer exec` inside it, from SIF files cached by content hash.
+
+Every path that is copied out after a process ends (the witness, the markers, the harness's writable paths) is a
+host directory bound into that one process, below one work directory per pod; nothing else of the host is
+visible (`--containall`). What Docker gives and Apptainer cannot (memory/CPU/pids limits without cgroup
+delegation, size caps on the writable paths) is stated in `limits()`, never assumed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+import structlog
+
+from orchestrator.runtime.apptainer_cmd import (
+    Bind,
+    ExecSpec,
+    build_sif_command,
+    env_file_text,
+    exec_command,
+    holder_command,
+    sif_name,
+)
+from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST, PodSpec
+from orchestrator.runtime.spec import ContainerSpec
+
+log = structlog.get_logger(__name__)
+
+__all__ = ["ApptainerPod", "ApptainerRuntime", "ApptainerUnavailable"]
+
+LOG_CAP = 16 << 20  # bytes of a process's output kept on disk (head; the rest is dropped and marked)
+POD_FILE = "pod.json"  # in each pod's work directory: labels and pids, for cleanup after a killed run
+
+
+class ApptainerUnavailable(RuntimeError):
+    """Apptainer, or what its pod needs, is missing; the message says what."""
+
+
+class _CappedLog:
+    """A process's stdout+stderr in a file; the runtime keeps the file, never the process's pipe in memory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file: IO[bytes] = path.open("wb")
+
+    def read(self) -> bytes:
+        with self.path.open("rb") as f:
+            data = f.read(LOG_CAP + 1)
+        return data if len(data) <= LOG_CAP else data[:LOG_CAP] + b"\n[harness-probe: output cut at 16 MiB]\n"
+
+
+@dataclass
+class _Mapped:
+    """A container path and the host directory that holds it."""
+
+    container: str
+    host: Path
+
+
+class ApptainerProcess:
+    """One process of the pod (proxy or harness), started on `start()`, as a ContainerHandle."""
+
+    def __init__(self, name: str, argv: list[str], workdir: Path, mapped: list[_Mapped]) -> None:
+        self._name = name
+        self._argv = argv
+        self._log = _CappedLog(workdir / f"{name}.log")
+        self._mapped = sorted(mapped, key=lambda m: len(m.container), reverse=True)
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def start(self) -> None:
+        # Own session: a kill reaches Apptainer's starter and everything below it.
+        self._proc = subprocess.Popen(
+            self._argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log.file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait(self, timeout: float) -> int | None:
+        if self._proc is None:
+            raise RuntimeError(f"{self._name} was never started")
+        try:
+            return self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _signal(self, sig: int) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            with suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, sig)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+        if self._proc is not None:
+            self._proc.wait(10)
+
+    def stop(self, timeout: int = 10) -> None:
+        self._signal(signal.SIGTERM)
+        if self._proc is not None and self.wait(timeout) is None:
+            self.kill()
+
+    def logs(self) -> bytes:
+        self._log.file.flush()
+        return self._log.read()
+
+    def wait_for_log(self, needle: bytes, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.logs():
+            if self._proc is not None and self._proc.poll() is not None:
+                raise RuntimeError(f"{self._name} exited ({self._proc.returncode}) before it was ready")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self._name} not ready after {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def host_path(self, path: str) -> Path | None:
+        p = PurePosixPath(path)
+        for m in self._mapped:
+            base = PurePosixPath(m.container)
+            if p == base or base in p.parents:
+                return m.host / p.relative_to(base)
+        return None
+
+    def copy_out(self, path: str, dest: Path) -> bool:
+        """Like `docker cp`: `path` lands below dest under its own name. Links and special files are archived as
+        what they are (never followed), so the collector below refuses them as it does for Docker's archives."""
+        src = self.host_path(path)
+        if src is None or not os.path.lexists(src):
+            return False
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(src, arcname=PurePosixPath(path).name, recursive=True)
+        buf.seek(0)
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=buf) as tar:
+            tar.extractall(dest, filter="data")
+        return True
+
+    def close(self) -> None:
+        self.kill()
+        self._log.file.close()
+
+
+class ApptainerPod:
+    def __init__(self, proxy: ApptainerProcess, harness: ApptainerProcess, spec: PodSpec) -> None:
+        self._proxy, self._harness, self._spec = proxy, harness, spec
+
+    @property
+    def proxy(self) -> ApptainerProcess:
+        return self._proxy
+
+    @property
+    def harness(self) -> ApptainerProcess:
+        return self._harness
+
+    def limits(self) -> dict[str, Any]:
+        not_enforced = "not enforced by Apptainer without cgroup delegation"
+        harness: dict[str, Any] = {"memory": not_enforced, "cpus": not_enforced, "pids": not_enforced, "network": "pod"}
+        harness["writable"] = {
+            p: f"host directory, size {s} not enforced" for p, s in sorted(self._spec.writable.items())
+        }
+        return {"proxy": {"network": "loopback only (user+network namespace)"}, "harness": harness}
+
+
+class ApptainerRuntime:
+    """SIF cache + pods. `archives` is a directory written by `harness-probe images export` (images.json)."""
+
+    name = "apptainer"
+
+    def __init__(self, sif_cache: Path, work_root: Path | None = None, archives: Path | None = None) -> None:
+        binary = shutil.which("apptainer") or shutil.which("singularity")
+        if binary is None:
+            raise ApptainerUnavailable("apptainer is not installed (see `harness-probe doctor`)")
+        self.apptainer = binary
+        self.sif_cache = sif_cache
+        self.work_root = work_root or Path(tempfile.gettempdir()) / "harness-probe-apptainer"
+        self.archives = archives
+
+    def server_version(self) -> str:
+        out = subprocess.run([self.apptainer, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        return out.stdout.strip() or "apptainer (version unknown)"
+
+    def ensure_sif(self, tag: str) -> Path:
+        """The SIF for a content-hash tag: cached, else built from the exported archive that holds that tag."""
+        dest = self.sif_cache / sif_name(tag)
+        if dest.is_file():
+            return dest
+        if self.archives is None:
+            raise ApptainerUnavailable(f"no SIF for {tag} in {self.sif_cache} and no --image-archives given")
+        manifest = json.loads((self.archives / "images.json").read_text())
+        entry = next((e for e in manifest["images"].values() if e["tag"] == tag), None)
+        if entry is None:
+            raise ApptainerUnavailable(f"{self.archives}/images.json has no archive for {tag}")
+        self.sif_cache.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.part")
+        cmd = build_sif_command(self.apptainer, self.archives / entry["archive"], tmp)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise ApptainerUnavailable(f"building {dest.name} failed: {proc.stderr.strip()[-2000:]}")
+        os.replace(tmp, dest)
+        return dest
+
+    def _process(
+        self,
+        role: str,
+        spec: ContainerSpec,
+        holder: int,
+        work: Path,
+        shared: tuple[str, Path, bool],
+        extra: list[_Mapped],
+    ) -> ApptainerProcess:
+        files = work / f"{role}-files"
+        for path, data in spec.files.items():
+            target = files / PurePosixPath(path).relative_to(spec.files_base)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        mapped = [*extra]
+        if spec.files:
+            mapped.append(_Mapped(spec.files_base, files))
+        etc = work / "etc"
+        binds = [
+            Bind(etc / "hosts", "/etc/hosts"),
+            Bind(etc / "resolv.conf", "/etc/resolv.conf"),
+            Bind(shared[1], shared[0], read_only=shared[2]),
+        ]
+        binds += [Bind(m.host, m.container, read_only=False) for m in mapped]
+        mapped.append(_Mapped(shared[0], shared[1]))
+        env_file = work / f"{role}.env"
+        env_file.write_text(env_file_text(spec.environment))
+        command = [*(spec.entrypoint or []), *(spec.command or [])]
+        exec_spec = ExecSpec(
+            self.ensure_sif(spec.image), command, binds, env_file, spec.working_dir, use_entrypoint=not spec.entrypoint
+        )
+        return ApptainerProcess(f"{spec.name}", exec_command(self.apptainer, holder, exec_spec), work, mapped)
+
+    @contextmanager
+    def pod(self, spec: PodSpec) -> Iterator[ApptainerPod]:
+        self.work_root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=self.work_root))
+        with ExitStack() as stack:
+            stack.callback(shutil.rmtree, work, True)
+            (work / "etc").mkdir()
+            (work / "etc" / "hosts").write_text(f"{LOOPBACK} localhost {PROVIDER_HOST}\n")
+            (work / "etc" / "resolv.conf").write_text(f"nameserver {LOOPBACK}\n")
+            shared = work / "shared"
+            shared.mkdir(mode=0o777)
+            holder = subprocess.Popen(holder_command(sys.executable), stdout=subprocess.PIPE, start_new_session=True)
+            stack.callback(_end_holder, holder)
+            if holder.stdout is None or holder.stdout.readline().strip() != b"pod-ready":
+                raise ApptainerUnavailable("the pod's namespace holder did not start (user namespaces?)")
+            inner = int(Path(f"/proc/{holder.pid}/task/{holder.pid}/children").read_text().split()[0])
+            witness = work / "witness"
+            witness.mkdir()
+            proxy = self._process(
+                "proxy", spec.proxy, inner, work, (spec.shared, shared, True), [_Mapped("/probe/witness", witness)]
+            )
+            writable = []
+            for i, path in enumerate(sorted(spec.writable)):
+                d = work / f"w{i}"
+                d.mkdir()
+                writable.append(_Mapped(path, d))
+            harness = self._process("harness", spec.harness, inner, work, (spec.shared, shared, False), writable)
+            stack.callback(proxy.close)
+            stack.callback(harness.close)
+            (work / POD_FILE).write_text(json.dumps({"labels": spec.labels, "holder": holder.pid}))
+            proxy.start()
+            proxy.wait_for_log(spec.ready_log, spec.ready_timeout)
+            yield ApptainerPod(proxy, harness, spec)
+
+    def cleanup(self, run_id: str | None = None) -> dict[str, int]:
+        """Pods a killed run left: their holder (and so every process in the namespace) and work directory."""
+        removed = 0
+        for pod_file in sorted(self.work_root.glob(f"*/{POD_FILE}")) if self.work_root.is_dir() else []:
+            try:
+                info = json.loads(pod_file.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if run_id is not None and info.get("labels", {}).get("harness-probe.run") != run_id:
+                continue
+            pid = info.get("holder")
+            if isinstance(pid, int) and _is_our_holder(pid):
+                os.killpg(pid, signal.SIGKILL)
+            shutil.rmtree(pod_file.parent, ignore_errors=True)
+            removed += 1
+        return {"pods": removed}
+
+
+def _is_our_holder(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return cmdline[:1] == [b"unshare"] and b"pod-ready" in b" ".join(cmdline)
+
+
+def _end_holder(holder: subprocess.Popen[bytes]) -> None:
+    # unshare --kill-child: the namespace's processes go with the holder.
+    with suppress(ProcessLookupError):
+        os.killpg(holder.pid, signal.SIGKILL)
+    holder.wait(10)
+    if holder.stdout is not None:
+        holder.stdout.close()
