@@ -115,6 +115,9 @@ class ImageBuilder:
             return str(client.images.get(DEBIAN_TAG).id)
         except docker.errors.ImageNotFound:
             pass
+        imported = self.engine.import_image(DEBIAN_TAG)
+        if imported is not None:
+            return imported
         try:
             log.info("pulling base", image=":".join(DEBIAN_UPSTREAM))
             img = client.images.pull(*DEBIAN_UPSTREAM)
@@ -123,7 +126,9 @@ class ImageBuilder:
         except docker.errors.APIError as exc:
             log.info("no registry answers; bootstrapping Debian trixie", reason=str(exc).splitlines()[0][:160])
         script = IMAGES_DIR / "base" / "bootstrap.sh"
-        proc = subprocess.run(["bash", str(script), DEBIAN_TAG], capture_output=True, text=True, check=False)
+        # The root filesystem goes into this engine with its own CLI's `import` (Docker's or Podman's).
+        env = {**os.environ, "HARNESS_PROBE_IMPORT": " ".join(self.engine.import_command())}
+        proc = subprocess.run(["bash", str(script), DEBIAN_TAG], capture_output=True, text=True, check=False, env=env)
         if proc.returncode != 0:
             raise BuildError(f"bootstrapping {DEBIAN_TAG} failed:\n{proc.stderr.strip()[-3000:]}")
         return str(client.images.get(DEBIAN_TAG).id)
@@ -157,6 +162,14 @@ class ImageBuilder:
                 return result
             except docker.errors.ImageNotFound:
                 pass
+            # Same inputs built by another engine on this machine (Podman beside Docker): the archive keeps the
+            # image id, so importing gives the same tag a build would, in seconds.
+            imported = self.engine.import_image(tag)
+            if imported is not None:
+                result = BuiltImage(name, tag, imported, inputs, digests, False, time.monotonic() - start)
+                self._done[name] = result
+                log.info("image imported", image=tag, seconds=round(result.seconds, 1))
+                return result
         log.info("building image", image=tag)
         arg_name = "DEBIAN_IMAGE" if name == "base" else "BASE_IMAGE"
         image_id = self._docker_build(tag, _tar(files), {arg_name: parent_arg}, {INPUTS_LABEL: inputs})

@@ -16,6 +16,7 @@ debootstrap --variant=minbase trixie "$work/rootfs" "$mirror" >"$work/debootstra
 # Drop the build host's resolver and apt caches so the image does not depend on this machine.
 rm -rf "$work/rootfs/var/cache/apt/archives/"*.deb "$work/rootfs/var/lib/apt/lists/"*
 : > "$work/rootfs/etc/resolv.conf"
-tar -C "$work/rootfs" --numeric-owner -c . | docker import \
+# HARNESS_PROBE_IMPORT: the engine's import command (`docker import`, `podman import`); harness-probe sets it.
+tar -C "$work/rootfs" --numeric-owner -c . | ${HARNESS_PROBE_IMPORT:-docker import} \
   --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' - "$tag" >/dev/null
 echo "$tag"

@@ -1,4 +1,4 @@
-"""`harness-probe cleanup`: remove every container, network and volume a run left behind (by label)."""
+"""`harness-probe cleanup`: remove what killed runs left behind, on every runtime this machine can reach."""
 
 from __future__ import annotations
 
@@ -6,17 +6,25 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import connect
+from orchestrator.cli.common import Runtime
+from orchestrator.runtime.select import RUNTIMES, cleanup_everywhere
 
 
 def cleanup(
     run_id: Annotated[
         str | None, typer.Option("--run-id", help="Only this run's objects (default: every run's).")
     ] = None,
+    runtime: Runtime = None,
 ) -> None:
-    """Remove containers, networks and volumes labelled harness-probe.run.
+    """Remove containers, volumes and networks labelled harness-probe.run (Docker, Podman) and the pods' processes
+    and work directories (Apptainer). Every runtime that answers, unless --runtime names one.
 
-    A run removes what it created, also on Ctrl-C and timeouts; this is for a killed process or a crashed engine.
+    A run removes what it created, also on Ctrl-C and timeouts, and the next run on the same runtime sweeps what a
+    killed run left; this is for the explicit case.
     """
-    counts = connect().cleanup(run_id)
-    typer.echo(", ".join(f"{n} {k}" for k, n in counts.items()) + " removed")
+    found = cleanup_everywhere([runtime] if runtime else list(RUNTIMES), run_id)
+    for name, counts in found.items():
+        if isinstance(counts, str):
+            typer.echo(f"{name}: skipped ({counts})")
+        else:
+            typer.echo(f"{name}: " + ", ".join(f"{n} {k}" for k, n in counts.items()) + " removed")

@@ -9,8 +9,22 @@ import typer
 
 from orchestrator.images import BuildOptions, default_extra_ca
 from orchestrator.runtime import Engine, EngineUnavailable
+from orchestrator.runtime.select import RUNTIMES, open_engine
 
-__all__ = ["ExtraCa", "Rebuild", "build_options", "connect"]
+__all__ = ["ExtraCa", "Rebuild", "Runtime", "build_options", "connect"]
+
+Runtime = Annotated[
+    str | None,
+    typer.Option(
+        "--runtime",
+        envvar="HARNESS_PROBE_RUNTIME",
+        help=(
+            f"Container runtime: {', '.join(RUNTIMES)}. Default: the first that answers in that order "
+            "(`harness-probe doctor` shows which). Env: HARNESS_PROBE_RUNTIME."
+        ),
+        rich_help_panel="Runtime",
+    ),
+]
 
 ExtraCa = Annotated[
     Path | None,
@@ -36,9 +50,9 @@ def build_options(extra_ca: Path | None, rebuild: bool) -> BuildOptions:
     return BuildOptions(extra_ca=extra_ca or default_extra_ca(), rebuild=rebuild)
 
 
-def connect() -> Engine:
+def connect(runtime: str | None = None) -> Engine:
     try:
-        return Engine.connect()
+        return open_engine(runtime)
     except EngineUnavailable as exc:
         typer.echo(f"harness-probe: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from orchestrator import __version__
-from orchestrator.cli.common import ExtraCa, Rebuild, build_options, connect
+from orchestrator.cli.common import ExtraCa, Rebuild, Runtime, build_options, connect
 from orchestrator.evidence import validate
 from orchestrator.images import BuildError, ImageBuilder, image_names
 from orchestrator.runtime.archive import export_image
@@ -23,9 +23,10 @@ def build(
     extra_ca: ExtraCa = None,
     rebuild: Rebuild = False,
     show_log: Annotated[bool, typer.Option("--show-log", help="Print the build output.")] = False,
+    runtime: Runtime = None,
 ) -> None:
     """Build images in order (Debian root, base, then the rest); unchanged inputs reuse the existing tag."""
-    engine = connect()
+    engine = connect(runtime)
     builder = ImageBuilder(engine, build_options(extra_ca, rebuild), on_line=typer.echo if show_log else None)
     try:
         for name in names or image_names():
@@ -51,13 +52,14 @@ def export(
     ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the archives and images.json.")],
     extra_ca: ExtraCa = None,
+    runtime: Runtime = None,
 ) -> None:
     """Build (or reuse) images and write each as a docker-archive tar plus `images.json` (format image-archives/v1):
     what a cluster user copies to a machine with Apptainer and no engine (`--runtime apptainer` reads them)."""
     if output.exists() and any(output.iterdir()):
         typer.echo(f"harness-probe: {output} exists and is not empty; give a new directory", err=True)
         raise typer.Exit(2)
-    engine = connect()
+    engine = connect(runtime)
     builder = ImageBuilder(engine, build_options(extra_ca, False))
     manifest: dict[str, object] = {"schema": "image-archives/v1", "tool_version": __version__, "images": {}}
     images: dict[str, object] = {}

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.cli.common import ExtraCa, Rebuild, build_options, connect
+from orchestrator.cli.common import ExtraCa, Rebuild, Runtime, build_options, connect
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses import Harness, get_harness
 from orchestrator.images import BuildError
@@ -57,6 +57,7 @@ def run(
     ] = 300.0,
     extra_ca: ExtraCa = None,
     rebuild: Rebuild = False,
+    runtime: Runtime = None,
 ) -> None:
     """Run each harness x scenario episode in containers and check the harness's self-report against the witness.
 
@@ -69,7 +70,7 @@ def run(
         raise _fail(str(exc).strip("'\"")) from None
     if output.exists():
         raise _fail(f"output directory {output} already exists; choose a new one (results are never mixed)")
-    engine = connect()
+    engine = connect(runtime)
     console = Console(stderr=True)
     cfg = RunConfig(harnesses, scenarios, output, timeout, build_options(extra_ca, rebuild))
 

@@ -36,6 +36,7 @@ from orchestrator.runtime.apptainer_cmd import (
     holder_command,
     sif_name,
 )
+from orchestrator.runtime.apptainer_pods import cleanup_apptainer_pods, write_pod_file
 from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST, PodSpec
 from orchestrator.runtime.spec import ContainerSpec
 
@@ -44,7 +45,6 @@ log = structlog.get_logger(__name__)
 __all__ = ["ApptainerPod", "ApptainerRuntime", "ApptainerUnavailable"]
 
 LOG_CAP = 16 << 20  # bytes of a process's output kept on disk (head; the rest is dropped and marked)
-POD_FILE = "pod.json"  # in each pod's work directory: labels and pids, for cleanup after a killed run
 
 
 class ApptainerUnavailable(RuntimeError):
@@ -286,35 +286,14 @@ class ApptainerRuntime:
             harness = self._process("harness", spec.harness, inner, work, (spec.shared, shared, False), writable)
             stack.callback(proxy.close)
             stack.callback(harness.close)
-            (work / POD_FILE).write_text(json.dumps({"labels": spec.labels, "holder": holder.pid}))
+            write_pod_file(work, spec.labels, holder.pid)
             proxy.start()
             proxy.wait_for_log(spec.ready_log, spec.ready_timeout)
             yield ApptainerPod(proxy, harness, spec)
 
     def cleanup(self, run_id: str | None = None) -> dict[str, int]:
         """Pods a killed run left: their holder (and so every process in the namespace) and work directory."""
-        removed = 0
-        for pod_file in sorted(self.work_root.glob(f"*/{POD_FILE}")) if self.work_root.is_dir() else []:
-            try:
-                info = json.loads(pod_file.read_text())
-            except (OSError, json.JSONDecodeError):
-                continue
-            if run_id is not None and info.get("labels", {}).get("harness-probe.run") != run_id:
-                continue
-            pid = info.get("holder")
-            if isinstance(pid, int) and _is_our_holder(pid):
-                os.killpg(pid, signal.SIGKILL)
-            shutil.rmtree(pod_file.parent, ignore_errors=True)
-            removed += 1
-        return {"pods": removed}
-
-
-def _is_our_holder(pid: int) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return cmdline[:1] == [b"unshare"] and b"pod-ready" in b" ".join(cmdline)
+        return cleanup_apptainer_pods(self.work_root, run_id)
 
 
 def _end_holder(holder: subprocess.Popen[bytes]) -> None:

@@ -14,7 +14,8 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from orchestrator.runtime.spec import redact_host
 
 __all__ = [
     "ORDER",
@@ -22,7 +23,6 @@ __all__ = [
     "candidate_docker_sockets",
     "discover",
     "first_answering",
-    "redact_host",
 ]
 
 # Docker first (what most users have and what the tests cover most), then Podman (often the only engine allowed
@@ -57,17 +57,6 @@ class RuntimeStatus:
             "reasons": self.reasons,
             "notes": self.notes,
         }
-
-
-def redact_host(host: str | None) -> str | None:
-    """DOCKER_HOST may carry `ssh://user:secret@host`: keep the scheme, host and path, drop who and how."""
-    if not host:
-        return host
-    parts = urlsplit(host)
-    if not parts.scheme or "@" not in parts.netloc:
-        return host
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    return parts._replace(netloc=netloc).geturl()
 
 
 def _run(cmd: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:

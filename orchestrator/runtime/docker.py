@@ -30,6 +30,7 @@ from orchestrator.runtime.spec import (
     ContainerSpec,
     Owner,
     create_labels,
+    redact_host,
 )
 
 log = structlog.get_logger(__name__)
@@ -139,7 +140,8 @@ class RunningContainer:
         buf = io.BytesIO(b"".join(stream))
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=buf) as tar:
-            tar.extractall(dest, filter="data")
+            members = [m for m in tar.getmembers() if _under_own_name(m, PurePosixPath(path).name)]
+            tar.extractall(dest, members=members, filter="data")
         return True
 
     def remove(self) -> None:
@@ -166,8 +168,31 @@ class Engine:
             ) from exc
         return cls(client)
 
+    name = "docker"
+
     def server_version(self) -> str:
         return str(self.client.version().get("Version", "unknown"))
+
+    def rootless(self) -> bool:
+        options = [str(o) for o in self.client.info().get("SecurityOptions", [])]
+        return any("rootless" in o for o in options)
+
+    def describe(self) -> dict[str, Any]:
+        """For runtime.json: which runtime, its version, where (no credentials), rootless or not."""
+        return {
+            "runtime": self.name,
+            "server_version": self.server_version(),
+            "docker_host": redact_host(self.address()),
+            "rootless": self.rootless(),
+        }
+
+    def address(self) -> str | None:
+        """Where this engine's API is; None for Docker's default socket."""
+        return os.environ.get("DOCKER_HOST")
+
+    def writable_limits(self, writable: dict[str, str]) -> dict[str, str]:
+        """The harness's writable paths and the size cap each really has."""
+        return dict(sorted(writable.items()))
 
     @contextmanager
     def volume(self, name: str, labels: dict[str, str], tmpfs_size: str | None = None) -> Iterator[Volume]:
@@ -178,7 +203,7 @@ class Engine:
         opts = None
         if tmpfs_size is not None:
             # Owned by `probe` (images/base) unless the image's own folder there says otherwise (copied up).
-            opts = {"type": "tmpfs", "device": "tmpfs", "o": f"size={tmpfs_size},uid=1000,gid=1000"}
+            opts = {"type": "tmpfs", "device": "tmpfs", "o": self._tmpfs_volume_options(tmpfs_size)}
         try:
             with deferred_interrupts():
                 vol = self.client.volumes.create(name=name, labels=labels, driver="local", driver_opts=opts)
@@ -235,6 +260,8 @@ class Engine:
             uid, gid = spec.tmpfs_owner
             opts = f"uid={uid},gid={gid},exec"
             host_kwargs["tmpfs"] = {path: f"size={size},{opts}" for path, size in spec.tmpfs.items()}
+        binds = dict(spec.volumes)
+        self._adapt(spec, host_kwargs, binds)
         created = self.client.api.create_container(
             image=spec.image,
             name=spec.name,
@@ -245,12 +272,26 @@ class Engine:
             working_dir=spec.working_dir,
             labels=spec.labels,
             host_config=self.client.api.create_host_config(
-                binds={k: v for k, v in spec.volumes.items()} or None,
+                binds=binds or None,
                 network_mode=spec.network,
                 **host_kwargs,
             ),
         )
         return RunningContainer(self.client.containers.get(created["Id"]))
+
+    def import_command(self) -> list[str]:
+        """The CLI that imports a root filesystem tar into this engine (bootstrapping the Debian root)."""
+        return ["docker", "import"]
+
+    def import_image(self, tag: str) -> str | None:
+        """Bring `tag` from another engine on this machine, if one has it; None otherwise (then it is built)."""
+        return None
+
+    def _tmpfs_volume_options(self, size: str) -> str:
+        return f"size={size},uid=1000,gid=1000"
+
+    def _adapt(self, spec: ContainerSpec, host_kwargs: dict[str, Any], binds: dict[str, dict[str, str]]) -> None:
+        """Where another engine behind the same API needs the same spec said differently (Podman)."""
 
     def run_once(self, spec: ContainerSpec, timeout: float) -> tuple[int | None, bytes]:
         """Start, wait at most `timeout` (then kill), and return exit code (None: killed) and output."""
@@ -338,6 +379,16 @@ class Engine:
                     v.remove(force=True)
                 counts["volumes"] += 1
         return counts
+
+
+def _under_own_name(member: tarfile.TarInfo, name: str) -> bool:
+    """Docker archives a directory as `name/...`; Podman 4.3 archives a volume's mount point as '' and `/file`.
+    Both land below dest under `name`, as `docker cp` would put them; the empty root entry is dropped."""
+    if member.name in ("", "/", "."):
+        return False
+    if member.name.startswith("/"):
+        member.name = name + member.name
+    return True
 
 
 def _retry_remove(fn: Any, what: str) -> None:

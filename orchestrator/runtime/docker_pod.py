@@ -36,7 +36,7 @@ class DockerPod:
 
     def limits(self) -> dict[str, Any]:
         harness = self._engine.effective_limits(self._harness)
-        harness["writable"] = dict(sorted(self._spec.writable.items()))
+        harness["writable"] = self._engine.writable_limits(self._spec.writable)
         return {"proxy": self._engine.effective_limits(self._proxy), "harness": harness}
 
 

@@ -20,20 +20,6 @@ def runner(stdout: str = "", returncode: int = 0, stderr: str = "", hang: bool =
     return run
 
 
-@pytest.mark.parametrize(
-    ("raw", "shown"),
-    [
-        ("ssh://alice:s3cret@build.example:2222", "ssh://build.example:2222"),
-        ("ssh://alice@build.example", "ssh://build.example"),
-        ("tcp://10.0.0.2:2376", "tcp://10.0.0.2:2376"),
-        ("unix:///run/user/1000/docker.sock", "unix:///run/user/1000/docker.sock"),
-        (None, None),
-    ],
-)
-def test_redact_host_drops_user_and_secret(raw: str | None, shown: str | None) -> None:
-    assert d.redact_host(raw) == shown
-
-
 def podman_info(rootless: bool, cgroup: str) -> str:
     return json.dumps(
         {

@@ -1,0 +1,62 @@
+"""Which runtime a command uses: `--runtime` / HARNESS_PROBE_RUNTIME, else the first that answers in ORDER."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from orchestrator.runtime.apptainer_pods import cleanup_apptainer_pods
+from orchestrator.runtime.discover import ORDER
+from orchestrator.runtime.docker import Engine, EngineUnavailable
+from orchestrator.runtime.podman import PodmanEngine
+
+__all__ = ["RUNTIMES", "apptainer_work_root", "cleanup_everywhere", "open_engine"]
+
+RUNTIMES = ORDER
+
+
+def open_engine(name: str | None = None) -> Engine:
+    """The engine for `name`; with none, Docker if it answers, else Podman. EngineUnavailable says why not."""
+    name = name or os.environ.get("HARNESS_PROBE_RUNTIME") or None
+    if name == "docker":
+        return Engine.connect()
+    if name == "podman":
+        return PodmanEngine.connect()
+    if name == "apptainer":
+        raise EngineUnavailable(
+            "--runtime apptainer runs episodes from exported image archives: "
+            "see README 'Apptainer' (harness-probe images export, then --image-archives DIR)"
+        )
+    if name is not None:
+        raise EngineUnavailable(f"unknown runtime {name!r} (one of: {', '.join(RUNTIMES)})")
+    reasons = []
+    for candidate in ("docker", "podman"):
+        try:
+            return open_engine(candidate)
+        except EngineUnavailable as exc:
+            reasons.append(f"{candidate}: {exc}")
+    raise EngineUnavailable("no container runtime answers.\n" + "\n".join(reasons))
+
+
+def apptainer_work_root() -> Path:
+    """Where the Apptainer backend keeps its pods' work directories (one per pod, removed when the pod ends)."""
+    return Path(
+        os.environ.get("HARNESS_PROBE_APPTAINER_WORK") or Path(tempfile.gettempdir()) / "harness-probe-apptainer"
+    )
+
+
+def cleanup_everywhere(names: list[str], run_id: str | None) -> dict[str, dict[str, int] | str]:
+    """Each runtime's cleanup; one that does not answer is reported with its reason, never an error."""
+    out: dict[str, dict[str, int] | str] = {}
+    for name in names:
+        if name == "apptainer":
+            out[name] = cleanup_apptainer_pods(apptainer_work_root(), run_id)
+            continue
+        try:
+            engine = open_engine(name)
+        except EngineUnavailable as exc:
+            out[name] = str(exc).splitlines()[0]
+            continue
+        out[name] = engine.cleanup(run_id)
+    return out
