@@ -19,7 +19,7 @@ from orchestrator.evidence import validate
 from orchestrator.harnesses import Harness, LaunchContext
 from orchestrator.images import BuiltImage
 from orchestrator.paths import EpisodePaths
-from orchestrator.runtime import ContainerHandle, ContainerSpec, Engine, PodSpec, create_labels
+from orchestrator.runtime import ContainerHandle, ContainerSpec, PodRuntime, PodSpec, create_labels
 from orchestrator.scenarios import Scenario
 from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
 
@@ -73,7 +73,7 @@ def _asked_limits(spec: PodSpec) -> dict[str, Any]:
 
 
 def run_episode(
-    engine: Engine,
+    engine: PodRuntime,
     harness: Harness,
     scenario: Scenario,
     images: EpisodeImages,

@@ -16,6 +16,7 @@ from typing import Any
 import docker.errors
 import structlog
 
+from orchestrator.evidence import FormatError, load_json
 from orchestrator.runtime import Engine
 
 log = structlog.get_logger(__name__)
@@ -30,7 +31,7 @@ _CONTEXT_MTIME = 1_700_000_000
 _CONTEXT_FORMAT = 2
 _SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
-__all__ = ["BuildError", "BuildOptions", "BuiltImage", "ImageBuilder", "image_names", "parent_of"]
+__all__ = ["ArchiveImages", "BuildError", "BuildOptions", "BuiltImage", "ImageBuilder", "image_names", "parent_of"]
 
 
 class BuildError(RuntimeError):
@@ -206,6 +207,33 @@ class ImageBuilder:
                 hint = "\nHint: TLS is intercepted here; pass --extra-ca PATH or set HARNESS_PROBE_EXTRA_CA."
             raise BuildError(f"building {tag} failed: {error}\n" + "\n".join(tail[-25:]) + hint)
         return str(self.engine.client.images.get(tag).id)
+
+
+class ArchiveImages:
+    """Images for a runtime that cannot build them (Apptainer): the archives `harness-probe images export` wrote,
+    found by name in their `images.json` (image-archives/v1), with the content-hash tags a build would give."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        manifest = directory / "images.json"
+        if not manifest.is_file():
+            raise BuildError(f"{directory} has no images.json: write it with `harness-probe images export`")
+        try:
+            self._entries: dict[str, dict[str, Any]] = load_json(manifest, "image-archives/v1")["images"]
+        except FormatError as exc:
+            raise BuildError(str(exc)) from None
+
+    def build(self, name: str) -> BuiltImage:
+        entry = self._entries.get(name)
+        if entry is None:
+            raise BuildError(
+                f"{self.directory}/images.json has no image {name!r} (it has: {', '.join(sorted(self._entries))}); "
+                f"export it with `harness-probe images export {name} -o DIR`"
+            )
+        archive = self.directory / entry["archive"]
+        if not archive.is_file() or archive.stat().st_size != entry["bytes"]:
+            raise BuildError(f"{archive} is missing or not the size images.json records ({entry['bytes']} bytes)")
+        return BuiltImage(name, entry["tag"], entry["image_id"], entry["inputs_sha256"], {}, False, 0.0)
 
 
 def default_extra_ca() -> Path | None:

@@ -19,10 +19,10 @@ from orchestrator import __version__
 from orchestrator.episode import EpisodeImages, now_iso, run_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
-from orchestrator.images import REPO_ROOT, BuildOptions, BuiltImage, ImageBuilder
+from orchestrator.images import REPO_ROOT, ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
 from orchestrator.paths import RunPaths
 from orchestrator.report import report_run
-from orchestrator.runtime import ContainerSpec, Engine, create_labels, deferred_interrupts
+from orchestrator.runtime import ContainerSpec, Engine, PodRuntime, create_labels, deferred_interrupts
 from orchestrator.scenarios import Scenario, list_scenarios
 
 log = structlog.get_logger(__name__)
@@ -62,7 +62,12 @@ def new_run_id() -> str:
 
 
 def _version(
-    engine: Engine, image: BuiltImage, command: tuple[str, ...], run_id: str, writable: dict[str, str], timeout: float
+    engine: PodRuntime,
+    image: BuiltImage,
+    command: tuple[str, ...],
+    run_id: str,
+    writable: dict[str, str],
+    timeout: float,
 ) -> str | None:
     """The image's own version string, asked as hardened as a harness (no network, read-only root, limits)."""
     if not command:
@@ -104,9 +109,15 @@ def _inputs(scenarios: list[Scenario], built: dict[str, BuiltImage]) -> dict[str
     return dict(sorted(inputs.items()))
 
 
+def _builder(engine: PodRuntime, cfg: RunConfig, on_line: Callable[[str], None] | None) -> ImageBuilder:
+    if not isinstance(engine, Engine):
+        raise BuildError(f"the {engine.name} runtime cannot build images: give it exported image archives")
+    return ImageBuilder(engine, cfg.build, on_line=on_line)
+
+
 def run_suite(
     cfg: RunConfig,
-    engine: Engine,
+    engine: PodRuntime,
     on_build_line: Callable[[str], None] | None = None,
     on_episode: Callable[[str, str, dict[str, Any] | None], None] | None = None,
 ) -> SuiteResult:
@@ -127,14 +138,20 @@ def run_suite(
 
 def _run(
     cfg: RunConfig,
-    engine: Engine,
+    engine: PodRuntime,
     out: RunPaths,
     run_id: str,
     on_build_line: Callable[[str], None] | None,
     on_episode: Callable[[str, str, dict[str, Any] | None], None] | None,
 ) -> SuiteResult:
     version_timeout = min(VERSION_TIMEOUT_SECONDS, cfg.timeout)
-    builder = ImageBuilder(engine, cfg.build, on_line=on_build_line)
+    # A runtime that builds images (Docker, Podman) builds them here; one that cannot (Apptainer) takes them from
+    # the archives `images export` wrote, by the same content-hash tags.
+    builder: ImageBuilder | ArchiveImages = (
+        ArchiveImages(engine.image_archives)
+        if engine.image_archives is not None
+        else _builder(engine, cfg, on_build_line)
+    )
     built: dict[str, BuiltImage] = {"proxy": builder.build("proxy")}
     for h in cfg.harnesses:
         built[h.image] = builder.build(h.image)

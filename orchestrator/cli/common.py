@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 
 from orchestrator.images import BuildOptions, default_extra_ca
-from orchestrator.runtime import Engine, EngineUnavailable
+from orchestrator.runtime import Engine, EngineUnavailable, PodRuntime
 from orchestrator.runtime.select import RUNTIMES, open_engine
 
-__all__ = ["ExtraCa", "Rebuild", "Runtime", "build_options", "connect"]
+__all__ = ["ExtraCa", "ImageArchives", "Rebuild", "Runtime", "build_options", "connect", "connect_engine"]
 
 Runtime = Annotated[
     str | None,
@@ -45,14 +45,42 @@ Rebuild = Annotated[
     typer.Option("--rebuild", help="Rebuild images even when their inputs are unchanged.", rich_help_panel="Images"),
 ]
 
+ImageArchives = Annotated[
+    Path | None,
+    typer.Option(
+        "--image-archives",
+        envvar="HARNESS_PROBE_IMAGE_ARCHIVES",
+        exists=True,
+        file_okay=False,
+        help=(
+            "Directory written by `harness-probe images export` (images.json + archives): where a runtime without "
+            "an image store (apptainer) takes its images from. Env: HARNESS_PROBE_IMAGE_ARCHIVES."
+        ),
+        rich_help_panel="Runtime",
+    ),
+]
+
 
 def build_options(extra_ca: Path | None, rebuild: bool) -> BuildOptions:
     return BuildOptions(extra_ca=extra_ca or default_extra_ca(), rebuild=rebuild)
 
 
-def connect(runtime: str | None = None) -> Engine:
+def connect(runtime: str | None = None, image_archives: Path | None = None) -> PodRuntime:
     try:
-        return open_engine(runtime)
+        return open_engine(runtime, image_archives)
     except EngineUnavailable as exc:
         typer.echo(f"harness-probe: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def connect_engine(runtime: str | None = None) -> Engine:
+    """A runtime that builds and stores images itself (Docker, Podman): what `images` needs."""
+    engine = connect(runtime)
+    if not isinstance(engine, Engine):
+        typer.echo(
+            f"harness-probe: the {engine.name} runtime has no image store; build and export images where Docker "
+            "or Podman runs (`harness-probe images export`), then run with --image-archives",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return engine

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from orchestrator import __version__
-from orchestrator.cli.common import ExtraCa, Rebuild, Runtime, build_options, connect
+from orchestrator.cli.common import ExtraCa, Rebuild, Runtime, build_options, connect_engine
 from orchestrator.evidence import validate
 from orchestrator.images import BuildError, ImageBuilder, image_names
 from orchestrator.runtime.archive import export_image
@@ -26,7 +26,7 @@ def build(
     runtime: Runtime = None,
 ) -> None:
     """Build images in order (Debian root, base, then the rest); unchanged inputs reuse the existing tag."""
-    engine = connect(runtime)
+    engine = connect_engine(runtime)
     builder = ImageBuilder(engine, build_options(extra_ca, rebuild), on_line=typer.echo if show_log else None)
     try:
         for name in names or image_names():
@@ -59,7 +59,7 @@ def export(
     if output.exists() and any(output.iterdir()):
         typer.echo(f"harness-probe: {output} exists and is not empty; give a new directory", err=True)
         raise typer.Exit(2)
-    engine = connect(runtime)
+    engine = connect_engine(runtime)
     builder = ImageBuilder(engine, build_options(extra_ca, False))
     manifest: dict[str, object] = {"schema": "image-archives/v1", "tool_version": __version__, "images": {}}
     images: dict[str, object] = {}

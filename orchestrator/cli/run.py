@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.cli.common import ExtraCa, Rebuild, Runtime, build_options, connect
+from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, build_options, connect
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses import Harness, get_harness
 from orchestrator.images import BuildError
@@ -58,6 +58,7 @@ def run(
     extra_ca: ExtraCa = None,
     rebuild: Rebuild = False,
     runtime: Runtime = None,
+    image_archives: ImageArchives = None,
 ) -> None:
     """Run each harness x scenario episode in containers and check the harness's self-report against the witness.
 
@@ -70,7 +71,7 @@ def run(
         raise _fail(str(exc).strip("'\"")) from None
     if output.exists():
         raise _fail(f"output directory {output} already exists; choose a new one (results are never mixed)")
-    engine = connect(runtime)
+    engine = connect(runtime, image_archives)
     console = Console(stderr=True)
     cfg = RunConfig(harnesses, scenarios, output, timeout, build_options(extra_ca, rebuild))
 

@@ -190,33 +190,83 @@ class ApptainerRuntime:
 
     name = "apptainer"
 
-    def __init__(self, sif_cache: Path, work_root: Path | None = None, archives: Path | None = None) -> None:
+    def __init__(self, sif_cache: Path, work_root: Path, archives: Path | None) -> None:
         binary = shutil.which("apptainer") or shutil.which("singularity")
         if binary is None:
             raise ApptainerUnavailable("apptainer is not installed (see `harness-probe doctor`)")
         self.apptainer = binary
         self.sif_cache = sif_cache
-        self.work_root = work_root or Path(tempfile.gettempdir()) / "harness-probe-apptainer"
-        self.archives = archives
+        self.work_root = work_root
+        if archives is None:
+            raise ApptainerUnavailable(
+                "the apptainer runtime needs image archives: `harness-probe images export proxy reference -o DIR` "
+                "on a machine with Docker or Podman, then --image-archives DIR (or HARNESS_PROBE_IMAGE_ARCHIVES)"
+            )
+        self.image_archives: Path | None = archives
 
     def server_version(self) -> str:
         out = subprocess.run([self.apptainer, "--version"], capture_output=True, text=True, timeout=30, check=False)
         return out.stdout.strip() or "apptainer (version unknown)"
+
+    def describe(self) -> dict[str, Any]:
+        return {"runtime": self.name, "server_version": self.server_version(), "docker_host": None, "rootless": True}
+
+    def run_once(self, spec: ContainerSpec, timeout: float) -> tuple[int | None, bytes]:
+        """A version probe: the image alone, in a pod of its own (loopback only), killed at the deadline."""
+        self.work_root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=self.work_root))
+        holder = subprocess.Popen(holder_command(sys.executable), stdout=subprocess.PIPE, start_new_session=True)
+        try:
+            if holder.stdout is None or holder.stdout.readline().strip() != b"pod-ready":
+                raise ApptainerUnavailable("the namespace holder did not start (user namespaces?)")
+            write_pod_file(work, spec.labels, holder.pid)
+            inner = int(Path(f"/proc/{holder.pid}/task/{holder.pid}/children").read_text().split()[0])
+            (work / "etc").mkdir()
+            (work / "etc" / "hosts").write_text(f"{LOOPBACK} localhost\n")
+            (work / "etc" / "resolv.conf").write_text(f"nameserver {LOOPBACK}\n")
+            shared = work / "shared"
+            shared.mkdir()
+            proc = self._process("version", spec, inner, work, ("/probe/markers", shared, True), [])
+            try:
+                proc.start()
+                code = proc.wait(timeout)
+                if code is None:
+                    proc.kill()
+                return code, proc.logs()
+            finally:
+                proc.close()
+        finally:
+            _end_holder(holder)
+            shutil.rmtree(work, ignore_errors=True)
+
+    def sweep(self) -> list[str]:
+        """Pods whose holder is gone (a killed run): their work directories. A live holder is never touched."""
+        removed = []
+        for pod_file in sorted(self.work_root.glob("*/pod.json")) if self.work_root.is_dir() else []:
+            try:
+                pid = json.loads(pod_file.read_text()).get("holder")
+            except (OSError, json.JSONDecodeError, AttributeError):
+                continue
+            if isinstance(pid, int) and not Path(f"/proc/{pid}").exists():
+                shutil.rmtree(pod_file.parent, ignore_errors=True)
+                removed.append(f"apptainer pod {pod_file.parent.name}")
+        if removed:
+            log.warning("removed what runs that no longer exist left behind", objects=removed)
+        return removed
 
     def ensure_sif(self, tag: str) -> Path:
         """The SIF for a content-hash tag: cached, else built from the exported archive that holds that tag."""
         dest = self.sif_cache / sif_name(tag)
         if dest.is_file():
             return dest
-        if self.archives is None:
-            raise ApptainerUnavailable(f"no SIF for {tag} in {self.sif_cache} and no --image-archives given")
-        manifest = json.loads((self.archives / "images.json").read_text())
+        assert self.image_archives is not None
+        manifest = json.loads((self.image_archives / "images.json").read_text())
         entry = next((e for e in manifest["images"].values() if e["tag"] == tag), None)
         if entry is None:
-            raise ApptainerUnavailable(f"{self.archives}/images.json has no archive for {tag}")
+            raise ApptainerUnavailable(f"{self.image_archives}/images.json has no archive for {tag}")
         self.sif_cache.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.part")
-        cmd = build_sif_command(self.apptainer, self.archives / entry["archive"], tmp)
+        cmd = build_sif_command(self.apptainer, self.image_archives / entry["archive"], tmp)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)

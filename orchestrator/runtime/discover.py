@@ -112,7 +112,7 @@ def probe_docker(run: Runner = _run, env: dict[str, str] | None = None) -> Runti
         if "Podman" in product:
             status.notes.append("this socket is served by Podman's Docker-compatible API")
         options = [str(o) for o in info.get("SecurityOptions", [])]
-        status.rootless = any("rootless" in o for o in options)
+        status.rootless = bool(info.get("Rootless")) or any("rootless" in o for o in options)
         if info.get("CgroupVersion") == "1" and status.rootless:
             status.reasons.append("rootless on a cgroup v1 host: memory, CPU and pids limits cannot be applied")
         vm = _lima_vm(endpoint)

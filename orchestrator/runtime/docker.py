@@ -169,13 +169,15 @@ class Engine:
         return cls(client)
 
     name = "docker"
+    image_archives: Path | None = None  # builds from images/ itself
 
     def server_version(self) -> str:
         return str(self.client.version().get("Version", "unknown"))
 
     def rootless(self) -> bool:
-        options = [str(o) for o in self.client.info().get("SecurityOptions", [])]
-        return any("rootless" in o for o in options)
+        # Docker lists `name=rootless` among its security options; Podman's compatible API has a `Rootless` key.
+        info = self.client.info()
+        return bool(info.get("Rootless")) or any("rootless" in str(o) for o in info.get("SecurityOptions", []))
 
     def describe(self) -> dict[str, Any]:
         """For runtime.json: which runtime, its version, where (no credentials), rootless or not."""

@@ -74,4 +74,27 @@ class Pod(Protocol):
 
 
 class PodRuntime(Protocol):
+    """What the suite and an episode need of a runtime (Docker, Podman, Apptainer); nothing else is runtime-specific.
+
+    `image_archives`: where images come from when the runtime cannot build them (Apptainer: the directory
+    `harness-probe images export` wrote); None for a runtime that builds from images/ itself.
+    """
+
+    name: str
+    image_archives: Path | None
+
+    def describe(self) -> dict[str, Any]:
+        """For runtime.json: runtime name, version, address without credentials, rootless or not."""
+        ...
+
     def pod(self, spec: PodSpec) -> AbstractContextManager[Pod]: ...
+
+    def run_once(self, spec: ContainerSpec, timeout: float) -> tuple[int | None, bytes]:
+        """One hardened container to its end (version probes): exit code (None: killed at timeout) and output."""
+        ...
+
+    def sweep(self) -> list[str]:
+        """Remove what runs whose process is gone left behind; never a live run's objects."""
+        ...
+
+    def cleanup(self, run_id: str | None = None) -> dict[str, int]: ...

@@ -6,17 +6,19 @@ import os
 import tempfile
 from pathlib import Path
 
+from orchestrator.runtime.apptainer import ApptainerRuntime, ApptainerUnavailable
 from orchestrator.runtime.apptainer_pods import cleanup_apptainer_pods
 from orchestrator.runtime.discover import ORDER
 from orchestrator.runtime.docker import Engine, EngineUnavailable
+from orchestrator.runtime.pod import PodRuntime
 from orchestrator.runtime.podman import PodmanEngine
 
-__all__ = ["RUNTIMES", "apptainer_work_root", "cleanup_everywhere", "open_engine"]
+__all__ = ["RUNTIMES", "apptainer_work_root", "cleanup_everywhere", "open_engine", "sif_cache"]
 
 RUNTIMES = ORDER
 
 
-def open_engine(name: str | None = None) -> Engine:
+def open_engine(name: str | None = None, image_archives: Path | None = None) -> PodRuntime:
     """The engine for `name`; with none, Docker if it answers, else Podman. EngineUnavailable says why not."""
     name = name or os.environ.get("HARNESS_PROBE_RUNTIME") or None
     if name == "docker":
@@ -24,10 +26,11 @@ def open_engine(name: str | None = None) -> Engine:
     if name == "podman":
         return PodmanEngine.connect()
     if name == "apptainer":
-        raise EngineUnavailable(
-            "--runtime apptainer runs episodes from exported image archives: "
-            "see README 'Apptainer' (harness-probe images export, then --image-archives DIR)"
-        )
+        archives = image_archives or os.environ.get("HARNESS_PROBE_IMAGE_ARCHIVES")
+        try:
+            return ApptainerRuntime(sif_cache(), apptainer_work_root(), Path(archives) if archives else None)
+        except ApptainerUnavailable as exc:
+            raise EngineUnavailable(str(exc)) from None
     if name is not None:
         raise EngineUnavailable(f"unknown runtime {name!r} (one of: {', '.join(RUNTIMES)})")
     reasons = []
@@ -37,6 +40,12 @@ def open_engine(name: str | None = None) -> Engine:
         except EngineUnavailable as exc:
             reasons.append(f"{candidate}: {exc}")
     raise EngineUnavailable("no container runtime answers.\n" + "\n".join(reasons))
+
+
+def sif_cache() -> Path:
+    """SIF files by content hash; a shared filesystem here lets a cluster's nodes share them."""
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "harness-probe" / "sif"
+    return Path(os.environ.get("HARNESS_PROBE_SIF_CACHE") or default)
 
 
 def apptainer_work_root() -> Path:
