@@ -129,7 +129,9 @@ def probe_podman(run: Runner = _run) -> RuntimeStatus:
         status.reasons.append("podman is not installed (Debian/Ubuntu: apt-get install podman)")
         return status
     try:
-        proc = run([binary, "info", "--format", "json"], PROBE_SECONDS)
+        # CONTAINER_HOST (what harness-probe then uses too) names the service to ask, e.g. a rootless user's.
+        remote = ["--remote", "--url", os.environ["CONTAINER_HOST"]] if os.environ.get("CONTAINER_HOST") else []
+        proc = run([binary, *remote, "info", "--format", "json"], PROBE_SECONDS)
     except subprocess.TimeoutExpired:
         status.reasons.append(f"`podman info` did not answer within {PROBE_SECONDS:.0f} s")
         return status
