@@ -64,9 +64,11 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check orchestrator proxy_addons tests images
 	$(VENV)/bin/mypy
 
-# Scale targets (no Docker): checks over one rollout of 100,000 calls, and an audit of 1,000 saved episodes.
+# Scale targets: checks over one rollout of 100,000 calls and an audit of 1,000 saved episodes (no engine);
+# then per-episode orchestration overhead on each runtime that answers, beside two bare container starts.
 bench: $(VENV)/.installed
 	$(VENV)/bin/python -m tests.bench.audit_scale 1000 100000
+	$(VENV)/bin/python -m tests.bench.runtime_overhead
 
 cleanup: docker-check
 	$(HP) cleanup

@@ -295,6 +295,12 @@ class Engine:
     def _adapt(self, spec: ContainerSpec, host_kwargs: dict[str, Any], binds: dict[str, dict[str, str]]) -> None:
         """Where another engine behind the same API needs the same spec said differently (Podman)."""
 
+    def run_once_bare(self, image: str) -> None:
+        """`run --rm IMAGE true` with nothing of ours around it: the yardstick the overhead benchmark compares with."""
+        extra: dict[str, Any] = {}
+        self._adapt(ContainerSpec(image=image, name="bare"), extra, {})
+        self.client.containers.run(image, ["true"], remove=True, network_mode="none", ulimits=extra.get("ulimits"))
+
     def run_once(self, spec: ContainerSpec, timeout: float) -> tuple[int | None, bytes]:
         """Start, wait at most `timeout` (then kill), and return exit code (None: killed) and output."""
         with self.container(spec) as rc:
