@@ -19,6 +19,7 @@ from orchestrator.evidence import validate
 from orchestrator.harnesses import Harness, LaunchContext
 from orchestrator.images import BuiltImage
 from orchestrator.paths import EpisodePaths
+from orchestrator.resources import build_info
 from orchestrator.runtime import ContainerSpec, Engine, create_labels
 from orchestrator.scenarios import Scenario
 from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
@@ -97,6 +98,7 @@ def run_episode(
         paths.runtime,
         {
             "schema": "runtime/v1",
+            "tool": build_info().as_json(),
             "engine": {
                 "server_version": engine.server_version(),
                 "docker_host": os.environ.get("DOCKER_HOST"),

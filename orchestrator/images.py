@@ -16,12 +16,12 @@ from typing import Any
 import docker.errors
 import structlog
 
+from orchestrator.resources import images_dir, proxy_addons_dir
 from orchestrator.runtime import Engine
 
 log = structlog.get_logger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-IMAGES_DIR = REPO_ROOT / "images"
+IMAGES_DIR = images_dir()
 DEBIAN_TAG = "harness-probe/debian:trixie"
 DEBIAN_UPSTREAM = ("debian", "trixie-slim")
 INPUTS_LABEL = "harness-probe.inputs-sha256"
@@ -66,7 +66,7 @@ def parent_of(name: str) -> str:
 
 def _extra_context(name: str) -> dict[str, Path]:
     # The proxy image carries the addon package; nothing else reaches outside its own folder.
-    return {"proxy_addons": REPO_ROOT / "proxy_addons"} if name == "proxy" else {}
+    return {"proxy_addons": proxy_addons_dir()} if name == "proxy" else {}
 
 
 def _walk(root: Path, prefix: str) -> Iterable[tuple[str, Path]]:
