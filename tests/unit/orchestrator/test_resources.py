@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from orchestrator import __version__, resources
 from orchestrator.cli import app
+from orchestrator.evidence import fragment_faults
 from orchestrator.evidence.validate import SCHEMA_DIR
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,6 +40,9 @@ def test_version_names_the_checkout_commit() -> None:
     res = CliRunner().invoke(app, ["--version"])
     assert res.exit_code == 0
     assert res.stdout.startswith(f"harness-probe {__version__} (git {info.git_commit[:12]}")
+    # What runtime.json records, valid against its schema.
+    assert fragment_faults(info.as_json(), "runtime/v1", "/properties/tool", "$.tool") == []
+    assert fragment_faults({**info.as_json(), "git_commit": "HEAD"}, "runtime/v1", "/properties/tool", "$.tool")
 
 
 def test_pyproject_takes_the_version_from_the_package() -> None:
