@@ -48,7 +48,7 @@ class Installed:
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return {**env, "COLUMNS": "200", **extra}
+    return {**env, "COLUMNS": "200", "UV_NATIVE_TLS": "1", **extra}
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
