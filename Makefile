@@ -16,14 +16,15 @@ PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bi
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null \
 	&& { command -v $$p; break; }; done)
 
-.PHONY: help probe test test-unit test-integration test-harnesses images base-image lint bench lock cleanup docker-check
+.PHONY: help probe test test-unit test-integration test-harnesses images base-image lint dist bench lock cleanup docker-check
 
 help:
 	@echo "make probe HARNESS=reference [SCENARIO=tool_success] [OUT=dir] [ARGS='--timeout 120']"
 	@echo "make test            unit + integration + harness tests (real Docker)"
 	@echo "make images          build every image (reused when inputs are unchanged)"
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
-	@echo "make lint            ruff + mypy"
+	@echo "make lint            ruff + mypy + the packaging checks of make dist"
+	@echo "make dist            wheel + sdist into dist/ (python -m build), checked by twine"
 	@echo "make bench           checker and audit at scale (100,000 calls; 1,000 episodes)"
 	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
 	@echo "make lock            re-lock images/*/requirements.lock from requirements.in"
@@ -63,6 +64,17 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check orchestrator proxy_addons tests images
 	$(VENV)/bin/ruff check orchestrator proxy_addons tests images
 	$(VENV)/bin/mypy
+	@$(MAKE) --no-print-directory dist
+
+# The distribution users install: its metadata must pass twine, and the wheel must carry the data folders.
+dist: $(VENV)/.installed
+	rm -rf dist
+	$(VENV)/bin/python -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+	@$(VENV)/bin/python -m zipfile -l dist/*.whl | grep -q 'orchestrator/_data/scenarios/scenario.schema.json' \
+	  && $(VENV)/bin/python -m zipfile -l dist/*.whl | grep -q 'orchestrator/_data/images/reference/Dockerfile' \
+	  && $(VENV)/bin/python -m zipfile -l dist/*.whl | grep -q 'proxy_addons/interpreter.py' \
+	  || { echo "the wheel lacks scenarios/, images/ or proxy_addons/" >&2; exit 1; }
 
 # Scale targets: checks over one rollout of 100,000 calls and an audit of 1,000 saved episodes (no engine);
 # then per-episode orchestration overhead on each runtime that answers, beside two bare container starts.

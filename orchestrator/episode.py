@@ -19,6 +19,7 @@ from orchestrator.evidence import validate
 from orchestrator.harnesses import Harness, LaunchContext
 from orchestrator.images import BuiltImage
 from orchestrator.paths import EpisodePaths
+from orchestrator.resources import build_info
 from orchestrator.runtime import ContainerHandle, ContainerSpec, PodRuntime, PodSpec, create_labels
 from orchestrator.scenarios import Scenario
 from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
@@ -106,6 +107,7 @@ def run_episode(
     launch = harness.launch(scenario, ctx)
     runtime_doc: dict[str, Any] = {
         "schema": "runtime/v1",
+        "tool": build_info().as_json(),
         "engine": engine.describe(),
         "harness": _image_json(images.harness, images.harness_version),
         "proxy": _image_json(images.proxy, images.proxy_version),

@@ -17,12 +17,13 @@ import docker.errors
 import structlog
 
 from orchestrator.evidence import FormatError, load_json
+from orchestrator.harnesses import plugin_image_folders
+from orchestrator.resources import images_dir, proxy_addons_dir
 from orchestrator.runtime import Engine
 
 log = structlog.get_logger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-IMAGES_DIR = REPO_ROOT / "images"
+IMAGES_DIR = images_dir()
 DEBIAN_TAG = "harness-probe/debian:trixie"
 DEBIAN_UPSTREAM = ("debian", "trixie-slim")
 INPUTS_LABEL = "harness-probe.inputs-sha256"
@@ -31,7 +32,17 @@ _CONTEXT_MTIME = 1_700_000_000
 _CONTEXT_FORMAT = 2
 _SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
-__all__ = ["ArchiveImages", "BuildError", "BuildOptions", "BuiltImage", "ImageBuilder", "image_names", "parent_of"]
+__all__ = [
+    "ArchiveImages",
+    "BuildError",
+    "BuildOptions",
+    "BuiltImage",
+    "ImageBuilder",
+    "context_digests",
+    "image_folder",
+    "image_names",
+    "parent_of",
+]
 
 
 class BuildError(RuntimeError):
@@ -59,15 +70,26 @@ def image_names() -> list[str]:
     return sorted(p.name for p in IMAGES_DIR.iterdir() if (p / "Dockerfile").is_file())
 
 
+def image_folder(name: str) -> Path:
+    """images/NAME of harness-probe, else the folder a harness plugin ships for an image of that name."""
+    builtin = IMAGES_DIR / name
+    if (builtin / "Dockerfile").is_file():
+        return builtin
+    plugin = plugin_image_folders().get(name)
+    if plugin is not None:
+        return plugin
+    raise BuildError(f"no image named {name!r} (known: {', '.join(image_names())}, and images of harness plugins)")
+
+
 def parent_of(name: str) -> str:
     """The image an image builds FROM: `base`, unless its folder names another in a PARENT file."""
-    marker = IMAGES_DIR / name / "PARENT"
+    marker = image_folder(name) / "PARENT"
     return marker.read_text().strip() if marker.is_file() else "base"
 
 
 def _extra_context(name: str) -> dict[str, Path]:
     # The proxy image carries the addon package; nothing else reaches outside its own folder.
-    return {"proxy_addons": REPO_ROOT / "proxy_addons"} if name == "proxy" else {}
+    return {"proxy_addons": proxy_addons_dir()} if name == "proxy" else {}
 
 
 def _walk(root: Path, prefix: str) -> Iterable[tuple[str, Path]]:
@@ -78,11 +100,16 @@ def _walk(root: Path, prefix: str) -> Iterable[tuple[str, Path]]:
 
 
 def _context_files(name: str, extra_ca: bytes) -> dict[str, bytes]:
-    files = {rel: p.read_bytes() for rel, p in _walk(IMAGES_DIR / name, "")}
+    files = {rel: p.read_bytes() for rel, p in _walk(image_folder(name), "")}
     for dest, src in _extra_context(name).items():
         files.update({rel: p.read_bytes() for rel, p in _walk(src, f"{dest}/")})
     files["build-ca.pem"] = extra_ca
     return files
+
+
+def context_digests(name: str, extra_ca: bytes = b"") -> dict[str, str]:
+    """Build-context path -> sha256: with the parent's id, all an image's tag is made of."""
+    return {rel: hashlib.sha256(data).hexdigest() for rel, data in _context_files(name, extra_ca).items()}
 
 
 def _tar(files: dict[str, bytes]) -> bytes:
@@ -137,8 +164,7 @@ class ImageBuilder:
     def build(self, name: str) -> BuiltImage:
         if name in self._done:
             return self._done[name]
-        if not (IMAGES_DIR / name / "Dockerfile").is_file():
-            raise BuildError(f"no image named {name!r} (known: {', '.join(image_names())})")
+        image_folder(name)  # an unknown name fails here, before anything is built
         if name == "base":
             parent_id, parent_arg = self.ensure_debian(), DEBIAN_TAG
         else:

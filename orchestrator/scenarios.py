@@ -12,8 +12,9 @@ from typing import Any
 import yaml
 
 from orchestrator.evidence import Fault, FormatError, validate
+from orchestrator.resources import scenarios_dir
 
-SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS_DIR = scenarios_dir()
 
 __all__ = ["SCENARIOS_DIR", "Scenario", "list_scenarios", "load_scenario"]
 

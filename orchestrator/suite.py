@@ -19,9 +19,10 @@ from orchestrator import __version__
 from orchestrator.episode import EpisodeImages, now_iso, run_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
-from orchestrator.images import REPO_ROOT, ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
+from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
 from orchestrator.paths import RunPaths
 from orchestrator.report import report_run
+from orchestrator.resources import input_key, scenario_schema_path
 from orchestrator.runtime import ContainerSpec, Engine, PodRuntime, create_labels, deferred_interrupts
 from orchestrator.scenarios import Scenario, list_scenarios
 
@@ -99,9 +100,9 @@ def _version(
 
 
 def _inputs(scenarios: list[Scenario], built: dict[str, BuiltImage]) -> dict[str, str]:
-    inputs = {str(s.path.relative_to(REPO_ROOT)): s.sha256 for s in scenarios}
-    for schema in [*sorted(SCHEMA_DIR.glob("*.json")), REPO_ROOT / "scenarios" / "scenario.schema.json"]:
-        inputs[str(schema.relative_to(REPO_ROOT))] = hashlib.sha256(schema.read_bytes()).hexdigest()
+    inputs = {input_key(s.path): s.sha256 for s in scenarios}
+    for schema in [*sorted(SCHEMA_DIR.glob("*.json")), scenario_schema_path()]:
+        inputs[input_key(schema)] = hashlib.sha256(schema.read_bytes()).hexdigest()
     for name, img in built.items():
         for rel, digest in img.files.items():
             key = rel if rel.startswith("proxy_addons/") else f"images/{name}/{rel}"

@@ -8,9 +8,9 @@ from typing import Annotated
 import click
 import typer
 
-from orchestrator import __version__
 from orchestrator.cli import audit, cleanup, doctor, harnesses, images, results, run, scenarios
 from orchestrator.logs import LogFormat, configure_logging
+from orchestrator.resources import build_info
 from orchestrator.runtime import install_interrupt_handlers
 
 __all__ = ["app", "main"]
@@ -40,7 +40,7 @@ app.command("doctor")(doctor.doctor)
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"harness-probe {__version__}")
+        typer.echo(f"harness-probe {build_info()}")
         raise typer.Exit()
 
 
@@ -57,7 +57,13 @@ def _root(
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More log output (repeatable).")] = 0,
     quiet: Annotated[int, typer.Option("--quiet", "-q", count=True, help="Less log output (repeatable).")] = 0,
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the version (and git commit in a checkout) and exit.",
+        ),
     ] = False,
 ) -> None:
     configure_logging(log_format, verbose - quiet)

@@ -9,13 +9,15 @@ from typing import Annotated, Any
 
 import typer
 
-from orchestrator.images import REPO_ROOT
 from orchestrator.report.results import label_matrix, render_results
+from orchestrator.resources import checkout_root
 
 app = typer.Typer(
     help="Measured results pages under docs/results/ (generated, never hand-written).", no_args_is_help=True
 )
 
+# Published pages belong to the repository; from an installed tool, to the repository in the current directory.
+REPO_ROOT = checkout_root() or Path.cwd()
 DOCS = REPO_ROOT / "docs" / "results"
 # What a page is rendered from: small enough to commit, enough to regenerate the page and the matrix.
 _SAVED = ("summary.json", "suite.json")

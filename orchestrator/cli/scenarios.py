@@ -10,9 +10,10 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.evidence import FormatError
+from orchestrator.resources import scenario_schema_path
 from orchestrator.scenarios import list_scenarios, load_scenario
 
-app = typer.Typer(help="The scenario catalogue (scenarios/*.yaml).", no_args_is_help=True)
+app = typer.Typer(help="The scenario catalogue (scenarios/*.yaml) and its schema.", no_args_is_help=True)
 
 
 @app.command("list")
@@ -27,7 +28,7 @@ def list_() -> None:
 
 @app.command("validate")
 def validate(paths: Annotated[list[Path], typer.Argument(help="Scenario files to validate.")]) -> None:
-    """Validate scenario files against scenarios/scenario.schema.json; faults are named by JSONPath."""
+    """Validate scenario files against the scenario schema (`scenarios schema`); faults are named by JSONPath."""
     bad = 0
     for path in paths:
         try:
@@ -38,3 +39,9 @@ def validate(paths: Annotated[list[Path], typer.Argument(help="Scenario files to
             typer.echo(str(exc), err=True)
     if bad:
         raise typer.Exit(2)
+
+
+@app.command("schema")
+def schema() -> None:
+    """Print the scenario JSON Schema (probe-scenario/v1), e.g. to point an editor's YAML completion at it."""
+    typer.echo(scenario_schema_path().read_text().rstrip("\n"))

@@ -11,8 +11,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
-SCENARIO_SCHEMA = Path(__file__).resolve().parents[2] / "scenarios" / "scenario.schema.json"
+from orchestrator.resources import scenario_schema_path, schemas_dir
+
+SCHEMA_DIR = schemas_dir()
+SCENARIO_SCHEMA = scenario_schema_path()
 
 __all__ = ["Fault", "FormatError", "faults", "fragment_faults", "load_json", "schema_path", "validate"]
 

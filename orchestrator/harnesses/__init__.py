@@ -1,12 +1,44 @@
-"""The harness registry: name -> adapter class, imported lazily so one broken adapter cannot break the rest."""
+"""The harness registry: built-in adapters and plugins, imported lazily so one broken adapter cannot break the rest.
+
+A plugin is a distribution that registers `NAME = "module:Class"` in the entry-point group
+`harness_probe.harnesses`; the class subclasses `Harness` and either reuses a built-in image (`image`) or ships
+its own image folder (`image_dir`, holding a Dockerfile and optionally a PARENT file naming the image it builds
+FROM). A plugin that cannot be imported or breaks the contract is reported and skipped.
+"""
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+
+import structlog
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext, NormalizeError
+from orchestrator.resources import images_dir
 
-__all__ = ["HARNESSES", "Harness", "Launch", "LaunchContext", "NormalizeError", "get_harness"]
+log = structlog.get_logger(__name__)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "HARNESSES",
+    "BrokenPlugin",
+    "Harness",
+    "HarnessEntry",
+    "Launch",
+    "LaunchContext",
+    "NormalizeError",
+    "PluginError",
+    "get_harness",
+    "load_entry",
+    "plugin_image_folders",
+    "refused_plugins",
+    "registry",
+]
+
+ENTRY_POINT_GROUP = "harness_probe.harnesses"
+BUILTIN = "built-in"
 
 HARNESSES: dict[str, str] = {
     "reference": "orchestrator.harnesses.reference:ReferenceHarness",
@@ -19,12 +51,115 @@ HARNESSES: dict[str, str] = {
 }
 
 
-def get_harness(name: str, options: dict[str, str] | None = None) -> Harness:
+class PluginError(RuntimeError):
+    """A harness plugin cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class HarnessEntry:
+    name: str
+    target: str  # "module:Class"
+    origin: str  # "built-in", or "plugin DIST VERSION"
+
+    @property
+    def builtin(self) -> bool:
+        return self.origin == BUILTIN
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    name: str
+    origin: str
+    reason: str
+
+
+def _origin(ep: EntryPoint) -> str:
+    dist = ep.dist
+    return f"plugin {dist.name} {dist.version}" if dist is not None else "plugin"
+
+
+def _discover() -> tuple[dict[str, HarnessEntry], list[BrokenPlugin]]:
+    """Built-ins plus the plugins' entry points, none imported yet; a clashing name is refused, not merged."""
+    found = {name: HarnessEntry(name, target, BUILTIN) for name, target in HARNESSES.items()}
+    refused: list[BrokenPlugin] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
+        origin = _origin(ep)
+        if ep.name in found:
+            clash = found[ep.name].origin
+            refused.append(BrokenPlugin(ep.name, origin, f"name already taken by {clash}; skipped"))
+            continue
+        found[ep.name] = HarnessEntry(ep.name, ep.value, origin)
+    return found, refused
+
+
+def registry() -> dict[str, HarnessEntry]:
+    """Every usable harness name (built-in or plugin), without importing any adapter."""
+    return _discover()[0]
+
+
+def refused_plugins() -> list[BrokenPlugin]:
+    """Plugins skipped at discovery (their name clashes); import failures show up in `load_entry`."""
+    return _discover()[1]
+
+
+def _check_image(cls: type[Harness]) -> None:
+    builtin = images_dir() / cls.image
+    if cls.image_dir is None:
+        if not (builtin / "Dockerfile").is_file():
+            raise PluginError(f"image {cls.image!r} is no built-in image and the class sets no image_dir")
+        return
+    folder = Path(cls.image_dir)
+    if not (folder / "Dockerfile").is_file():
+        raise PluginError(f"image_dir {folder} has no Dockerfile")
+    if builtin.exists():
+        raise PluginError(f"image name {cls.image!r} is a built-in image; name the plugin's image differently")
+
+
+def load_entry(entry: HarnessEntry) -> type[Harness]:
+    """Import an adapter class and check the contract; PluginError says what is wrong (never a traceback)."""
+    module, _, attr = entry.target.partition(":")
     try:
-        target = HARNESSES[name]
+        cls = getattr(importlib.import_module(module), attr)
+    except (Exception, SystemExit) as exc:  # a plugin's import may fail in any way; it must not take us down
+        raise PluginError(f"harness {entry.name!r} ({entry.origin}): cannot load {entry.target}: {exc!r}") from None
+    if entry.builtin:
+        return cls  # type: ignore[no-any-return]
+    try:
+        if not (isinstance(cls, type) and issubclass(cls, Harness)):
+            raise PluginError(f"{entry.target} is not a subclass of orchestrator.harnesses.Harness")
+        if getattr(cls, "name", None) != entry.name:
+            raise PluginError(f"class name attribute {getattr(cls, 'name', None)!r} differs from the entry point")
+        _check_image(cls)
+    except PluginError as exc:
+        raise PluginError(f"harness {entry.name!r} ({entry.origin}): {exc}") from None
+    return cls
+
+
+def get_harness(name: str, options: dict[str, str] | None = None) -> Harness:
+    entries, refused = _discover()
+    try:
+        entry = entries[name]
     except KeyError:
-        raise KeyError(f"unknown harness {name!r} (known: {', '.join(sorted(HARNESSES))})") from None
-    module, _, cls_name = target.partition(":")
-    cls = getattr(importlib.import_module(module), cls_name)
-    harness: Harness = cls(options)
-    return harness
+        why = next((f": {r.origin}: {r.reason}" for r in refused if r.name == name), "")
+        raise KeyError(f"unknown harness {name!r}{why} (known: {', '.join(sorted(entries))})") from None
+    try:
+        cls = load_entry(entry)
+    except PluginError as exc:
+        raise KeyError(str(exc)) from None
+    return cls(options)
+
+
+def plugin_image_folders() -> dict[str, Path]:
+    """Image name -> folder for the images plugins ship; a plugin that does not load is logged and skipped."""
+    folders: dict[str, Path] = {}
+    for entry in registry().values():
+        if entry.builtin:
+            continue
+        try:
+            cls = load_entry(entry)
+        except PluginError as exc:
+            log.warning("harness plugin skipped", reason=str(exc))
+            continue
+        if cls.image_dir is not None:
+            folders[cls.image] = Path(cls.image_dir)
+    return folders

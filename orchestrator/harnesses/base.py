@@ -39,7 +39,9 @@ class Harness(ABC):
     """One harness: a small class per module in orchestrator/harnesses/, registered by name."""
 
     name: ClassVar[str]
-    image: ClassVar[str]  # folder under images/
+    image: ClassVar[str]  # folder under images/, or the name of a plugin's own image
+    # A plugin's own image folder (Dockerfile, optional PARENT); None: images/<image> of harness-probe itself.
+    image_dir: ClassVar[Path | None] = None
     description: ClassVar[str]
     protocols: ClassVar[tuple[str, ...]] = ("chat",)
     native_paths: ClassVar[tuple[str, ...]] = ()  # container paths copied into native/ untouched
