@@ -70,6 +70,11 @@ def main() -> int:
     # Whatever escaped Stirrup is the record, Ctrl-C included.
     except BaseException as exc:
         record["raised"] = {"type": f"{type(exc).__module__}.{type(exc).__qualname__}", "message": str(exc)}
+        # An openai SDK status error carries the HTTP status and the error body of the reply that ended the run.
+        status, body = getattr(exc, "status_code", None), getattr(exc, "body", None)
+        if isinstance(status, int):
+            record["raised"]["status_code"] = status
+            record["raised"]["body"] = to_jsonable_python(body, fallback=repr)
         code = 1
     else:
         # `fallback=repr` only for values pydantic cannot encode (none are expected): kept visible, never dropped.

@@ -90,12 +90,13 @@ def normalize_record(path: Path, harness: str) -> dict[str, Any]:
         builder.gaps.append(
             {
                 "code": "history.not_returned",
-                "detail": "session.run raised instead of returning, so Stirrup handed back no history: every model "
-                "call and tool call of the run is unrecorded",
+                "detail": "session.run raised instead of returning, so Stirrup handed back no history: every reply, "
+                "step and tool call of the run is unrecorded",
                 "labels": ["E1", "E3", "E4", "E5"],
             }
         )
         kind = _str(raised.get("type")) or "exception"
+        builder.failed_call(raised)
         return builder.build(
             {
                 "final_answer": None,
@@ -230,6 +231,35 @@ class _Builder:
             self.tools.append(record)
             if tc["tool_call_id"]:
                 self._pending[tc["tool_call_id"]] = record
+
+    def failed_call(self, raised: dict[str, Any]) -> None:
+        """The reply that ended the run, when the exception Stirrup let escape was an HTTP status error."""
+        status = raised.get("status_code")
+        if not isinstance(status, int) or isinstance(status, bool):
+            return
+        self.gaps.append(
+            {
+                "code": "model_calls.only_last_failure",
+                "detail": "of a run that raised, only the attempt whose error escaped is known (from the exception): "
+                "earlier attempts and replies are not",
+            }
+        )
+        call_id = f"call-{len(self.calls) + 1}"
+        self.calls.append(
+            {
+                "model_call_id": call_id,
+                "started_at": None,
+                "completed_at": None,
+                "protocol": "chat",
+                "status_code": status,
+                "response_id": None,
+                "finish_reason": None,
+                "error_category": f"http_{status}",
+                "error": raised.get("body"),
+                "token_stats": {k: None for k in ("prompt", "completion", "reasoning", "total", "cached")},
+                "invocation_id": INVOCATION_ID,
+            }
+        )
 
     def _tool(self, m: dict[str, Any]) -> None:
         cid = _str(m.get("tool_call_id"))

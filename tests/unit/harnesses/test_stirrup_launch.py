@@ -20,7 +20,8 @@ def test_registered_under_its_name_with_its_options() -> None:
     assert isinstance(h, StirrupHarness)
     assert (h.name, h.image, h.protocols) == ("stirrup", "stirrup", ("chat",))
     assert (h.request_timeout, h.max_retries) == (15, 2)
-    assert get_harness("stirrup", {"max_retries": "0"}).max_retries == 0
+    none = get_harness("stirrup", {"max_retries": "0"})
+    assert isinstance(none, StirrupHarness) and none.max_retries == 0
     with pytest.raises(ValueError, match="has no option"):
         get_harness("stirrup", {"mode": "x"})
     with pytest.raises(ValueError, match="request_timeout"):
