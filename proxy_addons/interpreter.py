@@ -13,6 +13,7 @@ from typing import Any
 
 from proxy_addons import sse, wire
 from proxy_addons.chat import ChatCodec
+from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool
 from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import (
     Codec,
@@ -51,6 +52,7 @@ VIOLATION_STATUS: dict[str, int] = {
     "unknown_route": 404,
     "bad_request": 400,
     "no_shell_tool": 400,
+    "no_finish_tool": 400,
     "after_final": 409,
     "tool_result_missing": 409,
     "tool_not_executed": 409,
@@ -442,10 +444,23 @@ class Interpreter:
         text: str | None = None
         answer: str | None = None
         prefix = self.scenario.final_answer_shell_prefix
-        if isinstance(step, FinalAnswerStep) and prefix is None:
+        final_tool = self.scenario.final_answer_tool
+        # The finish-tool call runs no command: it is in the reply but never a witnessed `tool_call`.
+        finish: tuple[IssuedToolCall, ...] = ()
+        if isinstance(step, FinalAnswerStep) and final_tool is not None:
+            call = final_tool_call(codec, model_request.tools, final_tool, step.answer)
+            if call is None:
+                names = ", ".join(tool.name for tool in model_request.tools) or "none"
+                detail = (
+                    f"the script ends through the tool {final_tool.tool!r}, which was not advertised (tools: {names})"
+                )
+                return self._reject(attempt, "no_finish_tool", detail)
+            answer = step.answer
+            finish = (call,)
+        elif isinstance(step, FinalAnswerStep) and prefix is None:
             text = answer = step.answer
         else:
-            shell = find_shell_tool(model_request.tools)
+            shell = find_shell_tool(model_request.tools) or find_code_tool(model_request.tools)
             if shell is None:
                 names = ", ".join(tool.name for tool in model_request.tools) or "none"
                 detail = f"the script needs a shell tool call but none usable was advertised (tools: {names})"
@@ -457,7 +472,7 @@ class Interpreter:
             else:
                 calls = tuple(self._new_call(codec, shell, spec) for spec in step.calls)
         usage = usage_for_attempt(model_attempt) if self.scenario.usage else None
-        reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=calls, text=text, usage=usage)
+        reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=calls + finish, text=text, usage=usage)
         rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
         self._model_attempts += 1
 
@@ -574,7 +589,7 @@ class Interpreter:
             call_id=call_id,
             name=shell.name,
             namespace=shell.namespace,
-            arguments=build_arguments(shell, command),
+            arguments=arguments_for(shell, command),
             command=command,
             marker_path=marker_path(self.markers_dir, call_id),
             token=token,

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from proxy_addons.delivery_code_tool import FinalTool, FinalToolError, parse_final_tool
+
 SCENARIO_SCHEMA = "probe-scenario/v1"
 
 # Defaults from scenarios/scenario.schema.json. The orchestrator normally fills them in, but the proxy
@@ -102,6 +104,8 @@ class Scenario:
     # From `harness_profile.final_answer` (set by the orchestrator per harness): when set, the final answer is
     # played as one shell call whose output is this prefix line followed by the answer.
     final_answer_shell_prefix: str | None = None
+    # From `harness_profile.final_answer: {via: tool, ...}`: the final answer is played as a call of this tool.
+    final_answer_tool: FinalTool | None = None
 
     def fault_for(self, model_attempt: int) -> Fault | None:
         """Return the fault that answers `model_attempt`, if any.
@@ -145,7 +149,8 @@ def parse_scenario(data: object, sha256: str | None = None) -> Scenario:
         raise ScenarioError("scenario `usage` must be a boolean")
     steps = _parse_steps(doc.get("script"))
     faults = _parse_faults(doc.get("faults", []))
-    prefix = _final_answer_shell_prefix(doc.get("harness_profile"))
+    final_tool = _final_answer_tool(doc.get("harness_profile"))
+    prefix = None if final_tool is not None else _final_answer_shell_prefix(doc.get("harness_profile"))
     return Scenario(
         name=name,
         model=model,
@@ -154,7 +159,21 @@ def parse_scenario(data: object, sha256: str | None = None) -> Scenario:
         faults=faults,
         sha256=sha256,
         final_answer_shell_prefix=prefix,
+        final_answer_tool=final_tool,
     )
+
+
+def _final_answer_tool(value: object) -> FinalTool | None:
+    """`harness_profile.final_answer` when it says `via: tool` (delivery_code_tool), else None."""
+    if not isinstance(value, Mapping) or not isinstance(value.get("final_answer"), Mapping):
+        return None
+    final = value["final_answer"]
+    if final.get("via") != "tool":
+        return None
+    try:
+        return parse_final_tool(final)
+    except FinalToolError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def _final_answer_shell_prefix(value: object) -> str | None:

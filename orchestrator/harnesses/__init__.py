@@ -48,6 +48,7 @@ HARNESSES: dict[str, str] = {
     "opencode": "orchestrator.harnesses.opencode:OpenCodeHarness",
     "codex": "orchestrator.harnesses.codex:CodexHarness",
     "claude-code": "orchestrator.harnesses.claude_code:ClaudeCodeHarness",
+    "stirrup": "orchestrator.harnesses.stirrup:StirrupHarness",
 }
 
 

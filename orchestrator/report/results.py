@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.report.markdown import _check_table, _scenario_table, md
+from orchestrator.report.results_notes import MATRIX_NOTES
 from orchestrator.report.table import LEGEND, SYMBOLS, harness_tables
 
 __all__ = ["FINDINGS", "render_results"]
@@ -156,5 +157,5 @@ def label_matrix(summaries: dict[str, dict[str, Any]]) -> str:
             failed = sum(1 for s in statuses if s == "fail")
             cells.append(f"✗ {failed}" if failed else ("✓" if "pass" in statuses else "—"))
         lines.append(f"| [{name}]({name}.md) | `{version}` | " + " | ".join(cells) + f" | {harness['verdict']} |")
-    lines.append("")
+    lines += ["", MATRIX_NOTES]
     return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""Delivery through code tools: scripted commands via a harness's code tool, the final answer via its finish tool.
+
+Some harnesses reach the shell only through a code tool rather than a shell tool. Stirrup's `code_exec{cmd}` runs
+its argument as a bash command (and answers with `<shell_results>` XML carrying the exit code): it is driven like a
+shell tool, with the scripted command itself as the argument. NOOA's `execute_python{code}` runs a Python cell in
+which the shell is `await self.shell.run(cmd)`: it gets a cell that runs the scripted command through that API (in
+a subshell, since NOOA's shell session is persistent and the command ends with `exit N`) and prints the result's
+own repr, `BashOutput(stdout=..., return_code=N)`, so the exit status is in what the cell printed.
+
+These harnesses also end only through a tool of their own (Stirrup: `finish{reason, paths}`): when the scenario's
+`harness_profile` says `final_answer: {via: tool, tool: NAME, argument: KEY}`, the `final_answer` step is played as
+one call of that tool carrying the answer in KEY. That call runs no command, so it gets no marker and no
+`tool_call` witness event: the attempt records `reply_kind: final_answer` and the answer as for a text answer, and
+the call itself is in the recorded response body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from proxy_addons.protocol import Codec, IssuedToolCall
+from proxy_addons.shell_tool import ShellTool, ToolSpec, bare_name, build_arguments, shell_tool_from_spec
+
+__all__ = [
+    "CODE_TOOL_NAMES",
+    "PYTHON_TOOL_NAMES",
+    "FinalTool",
+    "FinalToolError",
+    "arguments_for",
+    "final_tool_call",
+    "find_code_tool",
+    "parse_final_tool",
+    "python_cell",
+]
+
+# Code tools whose argument is a bash command, by bare lower-cased name -> the property carrying it.
+CODE_TOOL_NAMES: Mapping[str, str] = {"code_exec": "cmd"}
+# Code tools whose argument is Python with the shell at `self.shell.run` (NOOA), name -> the property carrying it.
+PYTHON_TOOL_NAMES: Mapping[str, str] = {"execute_python": "code"}
+
+
+class FinalToolError(ValueError):
+    """A `harness_profile.final_answer` of kind `tool` that is not well formed."""
+
+
+@dataclass(frozen=True)
+class FinalTool:
+    """The harness ends through this tool; the answer goes in `argument`."""
+
+    tool: str
+    argument: str
+
+
+def parse_final_tool(final: Mapping[str, Any]) -> FinalTool:
+    """`{via: tool, tool: NAME, argument: KEY}` -> FinalTool; FinalToolError for anything else."""
+    if set(final) != {"via", "tool", "argument"} or final.get("via") != "tool":
+        raise FinalToolError("harness_profile.final_answer must be exactly {via: tool, tool: ..., argument: ...}")
+    tool, argument = final["tool"], final["argument"]
+    if not isinstance(tool, str) or not tool or not isinstance(argument, str) or not argument:
+        raise FinalToolError("harness_profile.final_answer.tool and .argument must be non-empty strings")
+    return FinalTool(tool=tool, argument=argument)
+
+
+def find_code_tool(tools: tuple[ToolSpec, ...] | list[ToolSpec]) -> ShellTool | None:
+    """The first advertised code tool that takes its code in its known property, driven as a shell tool."""
+    for tool in tools:
+        name = bare_name(tool.name).lower()
+        key = CODE_TOOL_NAMES.get(name)
+        if key is not None:
+            shell = shell_tool_from_spec(tool)
+            if shell is not None and shell.command_key == key and not shell.argv:
+                return shell
+            continue
+        key = PYTHON_TOOL_NAMES.get(name)
+        properties = tool.parameters.get("properties")
+        if key is not None and isinstance(properties, Mapping) and "string" in _types(properties.get(key)):
+            required = tool.parameters.get("required")
+            # Any other required property is one we cannot fill.
+            if not isinstance(required, list) or set(required) <= {key}:
+                return ShellTool(name=tool.name, command_key=key, argv=False, namespace=tool.namespace)
+    return None
+
+
+def arguments_for(shell: ShellTool, command: str) -> dict[str, Any]:
+    """The arguments running `command` through `shell`: a Python cell for a Python code tool, else the command."""
+    if bare_name(shell.name).lower() in PYTHON_TOOL_NAMES:
+        return {shell.command_key: python_cell(command), **shell.extra}
+    return build_arguments(shell, command)
+
+
+def python_cell(command: str) -> str:
+    """A NOOA cell running `command` in a subshell of the agent's persistent shell and printing the result's repr."""
+    return f"print(repr(await self.shell.run({'(' + command + ')'!r})))"
+
+
+def final_tool_call(codec: Codec, tools: tuple[ToolSpec, ...], final: FinalTool, answer: str) -> IssuedToolCall | None:
+    """One call of the harness's finish tool carrying `answer`, or None when the request did not advertise it."""
+    spec = next((t for t in tools if t.name == final.tool), None)
+    if spec is None:
+        return None
+    arguments = _finish_arguments(spec, final.argument, answer)
+    if arguments is None:
+        return None
+    # No command runs: the call carries no marker, token or output of its own.
+    return IssuedToolCall(
+        call_id=codec.new_tool_call_id(),
+        name=spec.name,
+        namespace=spec.namespace,
+        arguments=arguments,
+        command="",
+        marker_path="",
+        token="",
+        exit_code=0,
+        expected_output="",
+    )
+
+
+def _finish_arguments(spec: ToolSpec, key: str, answer: str) -> dict[str, Any] | None:
+    properties = spec.parameters.get("properties")
+    if not isinstance(properties, Mapping) or key not in properties:
+        return None
+    required_raw = spec.parameters.get("required")
+    required = [r for r in required_raw if isinstance(r, str)] if isinstance(required_raw, list) else []
+    arguments: dict[str, Any] = {key: answer}
+    for other in required:
+        if other == key:
+            continue
+        schema = properties.get(other)
+        types = _types(schema)
+        # The finish tools we drive take lists of created files (Stirrup `paths`): the probe created none.
+        if "array" in types:
+            arguments[other] = []
+        elif isinstance(schema, Mapping) and "default" in schema:
+            arguments[other] = schema["default"]
+        else:
+            return None
+    return arguments
+
+
+def _types(schema: object) -> set[str]:
+    if not isinstance(schema, Mapping):
+        return set()
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {t for t in declared if isinstance(t, str)}
+    return set()
