@@ -13,6 +13,7 @@ from typing import Any
 
 from proxy_addons import sse, wire
 from proxy_addons.chat import ChatCodec
+from proxy_addons.delivery_keystrokes import delivery_for
 from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import (
     Codec,
@@ -181,6 +182,8 @@ class Interpreter:
         # Whether a model request with tools has reached the script: from then on, a model request with no
         # tools at all is a side request (title, summary) and gets a canned reply.
         self._tools_seen = False
+        # How a step reaches a harness that takes no native tool calls (harness_profile.delivery), or None.
+        self._delivery = delivery_for(scenario.delivery)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -276,6 +279,8 @@ class Interpreter:
         except RequestShapeError as exc:
             return self._reject(attempt, "bad_request", str(exc))
         attempt.stream = model_request.stream
+        if self._delivery is not None:
+            model_request = self._delivery.adapt(body, model_request, {k: s.call for k, s in self._sent.items()})
 
         # Evidence first: what the history shows is recorded even when the request is then refused.
         self._observe_history(attempt, model_request)
@@ -442,7 +447,18 @@ class Interpreter:
         text: str | None = None
         answer: str | None = None
         prefix = self.scenario.final_answer_shell_prefix
-        if isinstance(step, FinalAnswerStep) and prefix is None:
+        consumes_step = True
+        wire_calls: tuple[IssuedToolCall, ...] | None = None
+        if self._delivery is not None:
+            played = self._delivery.play(step, self.markers_dir, codec.new_tool_call_id)
+            calls, text, answer, consumes_step, wire_calls = (
+                played.calls,
+                played.text,
+                played.answer,
+                played.consumes_step,
+                (),
+            )
+        elif isinstance(step, FinalAnswerStep) and prefix is None:
             text = answer = step.answer
         else:
             shell = find_shell_tool(model_request.tools)
@@ -457,7 +473,12 @@ class Interpreter:
             else:
                 calls = tuple(self._new_call(codec, shell, spec) for spec in step.calls)
         usage = usage_for_attempt(model_attempt) if self.scenario.usage else None
-        reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=calls, text=text, usage=usage)
+        reply = ScriptedReply(
+            response_id=codec.new_response_id(),
+            tool_calls=calls if wire_calls is None else wire_calls,
+            text=text,
+            usage=usage,
+        )
         rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
         self._model_attempts += 1
 
@@ -490,9 +511,12 @@ class Interpreter:
         # State moves only once the reply is durably witnessed.
         for call in calls:
             self._calls[call.call_id] = self._sent[call.call_id]
-        self._step += 1
-        if answer is not None:
-            self._final_sent = True
+        if self._delivery is not None:
+            self._delivery.delivered(played)
+        if consumes_step:
+            self._step += 1
+            if answer is not None:
+                self._final_sent = True
         headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
         return OutgoingResponse(200, headers, rendered.body)
 
