@@ -16,6 +16,7 @@ HARNESSES: dict[str, str] = {
     "opencode": "orchestrator.harnesses.opencode:OpenCodeHarness",
     "codex": "orchestrator.harnesses.codex:CodexHarness",
     "claude-code": "orchestrator.harnesses.claude_code:ClaudeCodeHarness",
+    "terminus-2": "orchestrator.harnesses.terminus_2:Terminus2Harness",
 }
 
 
