@@ -59,5 +59,5 @@ def test_missing_or_broken_trajectory_is_a_normalize_error(tmp_path: Path) -> No
     with pytest.raises(NormalizeError, match="not ATIF"):
         get_harness("terminus-2").normalize(native)
     (native / "agent" / "trajectory.json").unlink()
-    with pytest.raises(NormalizeError, match="no trajectory.json"):
+    with pytest.raises(NormalizeError, match=r"no trajectory\.json"):
         get_harness("terminus-2").normalize(native)
