@@ -61,3 +61,9 @@ def test_missing_or_broken_trajectory_is_a_normalize_error(tmp_path: Path) -> No
     (native / "agent" / "trajectory.json").unlink()
     with pytest.raises(NormalizeError, match=r"no trajectory\.json"):
         get_harness("terminus-2").normalize(native)
+
+
+def test_a_real_run_against_the_scripted_provider_replays_its_checks(tmp_path: Path) -> None:
+    from tests.unit.harnesses.captured import assert_replays_its_real_run
+
+    assert_replays_its_real_run("terminus-2", "tool_success_host", tmp_path)
