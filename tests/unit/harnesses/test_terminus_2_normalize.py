@@ -63,7 +63,9 @@ def test_missing_or_broken_trajectory_is_a_normalize_error(tmp_path: Path) -> No
         get_harness("terminus-2").normalize(native)
 
 
-def test_a_real_run_against_the_scripted_provider_replays_its_checks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["tool_success_host", "retry_429_host"])
+def test_a_real_run_against_the_scripted_provider_replays_its_checks(name: str, tmp_path: Path) -> None:
     from tests.unit.harnesses.captured import assert_replays_its_real_run
 
-    assert_replays_its_real_run("terminus-2", "tool_success_host", tmp_path)
+    # retry_429: Terminus keeps neither 429 attempt (debug.json is overwritten, ATIF has no place): a finding.
+    assert_replays_its_real_run("terminus-2", name, tmp_path)
