@@ -13,6 +13,7 @@ from typing import Any
 import structlog
 
 from orchestrator import __version__
+from orchestrator.atif import ATIF_NAME, read_atif_rollout
 from orchestrator.episode import now_iso, write_json
 from orchestrator.evidence import Fault, FormatError, load_json, validate
 from orchestrator.harnesses import Harness
@@ -36,7 +37,9 @@ _COPIED = (
     "proxy.log",
     "native",
     "markers",
+    ATIF_NAME,
 )
+ROLLOUT_FORMATS = ("probe", "atif")
 
 
 class InputChanged(RuntimeError):
@@ -105,7 +108,13 @@ def _suite(source: Path, episodes: list[tuple[str, str, Path]]) -> dict[str, Any
 
 
 def _audit_episode(
-    harness_name: str, scenario_name: str, src: Path, dest: EpisodePaths, suite: dict[str, Any], harness: Harness | None
+    harness_name: str,
+    scenario_name: str,
+    src: Path,
+    dest: EpisodePaths,
+    suite: dict[str, Any],
+    harness: Harness | None,
+    rollout_format: str = "probe",
 ) -> dict[str, Any]:
     _copy(src, dest.root)
     old: dict[str, Any] | None = None
@@ -131,6 +140,13 @@ def _audit_episode(
             if rollout is not None:
                 write_json(dest.rollout, rollout)
             why = result["normalize"]["message"]
+        elif rollout_format == "atif":
+            # The saved rollout.json is not what is audited here: drop the copy so nothing reads it by mistake.
+            dest.rollout.unlink(missing_ok=True)
+            rollout, why = read_atif_rollout(src, harness_name)
+            if rollout is not None:
+                write_json(dest.rollout, rollout)
+            result["normalize"] = {"status": "ok" if rollout is not None else "error", "message": why}
         else:
             rollout, why = read_rollout(dest.rollout)
             result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
@@ -145,8 +161,15 @@ def _audit_episode(
     return result
 
 
-def audit(source: Path, output: Path, harness: Harness | None = None) -> AuditResult:
-    """Re-check every saved episode under `source` into the new directory `output`, then write the reports."""
+def audit(source: Path, output: Path, harness: Harness | None = None, rollout_format: str = "probe") -> AuditResult:
+    """Re-check every saved episode under `source` into the new directory `output`, then write the reports.
+
+    rollout_format "atif" reads each episode's rollout from its ATIF trajectory.json (or native/**/trajectory.json).
+    """
+    if rollout_format not in ROLLOUT_FORMATS:
+        raise ValueError(f"unknown rollout format {rollout_format!r} (known: {', '.join(ROLLOUT_FORMATS)})")
+    if harness is not None and rollout_format != "probe":
+        raise ValueError("--harness re-normalizes native logs; it cannot be combined with --rollout-format atif")
     if output.exists():
         raise OutputExists(f"output directory {output} already exists; choose a new one (results are never mixed)")
     episodes = find_episodes(source)
@@ -162,7 +185,7 @@ def audit(source: Path, output: Path, harness: Harness | None = None) -> AuditRe
         if harness is not None and harness.name != h:
             log.warning("episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name)
         log.info("auditing", harness=h, scenario=s)
-        results.append(_audit_episode(h, s, ep, RunPaths(output).episode(h, s), suite, harness))
+        results.append(_audit_episode(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format))
     after = _hash_tree(source)
     if before != after:
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
@@ -177,6 +200,7 @@ def audit(source: Path, output: Path, harness: Harness | None = None) -> AuditRe
         "source": str(source.resolve()),
         "harness": harness.name if harness else None,
         "inputs": before,
+        **({"rollout_format": rollout_format} if rollout_format != "probe" else {}),
     }
     validate(record, "audit/v1", "audit.json")
     write_json(output / "audit.json", record)

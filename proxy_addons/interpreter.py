@@ -14,6 +14,7 @@ from typing import Any
 from proxy_addons import sse, wire
 from proxy_addons.chat import ChatCodec
 from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool
+from proxy_addons.delivery_keystrokes import delivery_for
 from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import (
     Codec,
@@ -183,6 +184,8 @@ class Interpreter:
         # Whether a model request with tools has reached the script: from then on, a model request with no
         # tools at all is a side request (title, summary) and gets a canned reply.
         self._tools_seen = False
+        # How a step reaches a harness that takes no native tool calls (harness_profile.delivery), or None.
+        self._delivery = delivery_for(scenario.delivery)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -278,6 +281,8 @@ class Interpreter:
         except RequestShapeError as exc:
             return self._reject(attempt, "bad_request", str(exc))
         attempt.stream = model_request.stream
+        if self._delivery is not None:
+            model_request = self._delivery.adapt(body, model_request, {k: s.call for k, s in self._sent.items()})
 
         # Evidence first: what the history shows is recorded even when the request is then refused.
         self._observe_history(attempt, model_request)
@@ -447,7 +452,18 @@ class Interpreter:
         final_tool = self.scenario.final_answer_tool
         # The finish-tool call runs no command: it is in the reply but never a witnessed `tool_call`.
         finish: tuple[IssuedToolCall, ...] = ()
-        if isinstance(step, FinalAnswerStep) and final_tool is not None:
+        consumes_step = True
+        wire_calls: tuple[IssuedToolCall, ...] | None = None
+        if self._delivery is not None:
+            played = self._delivery.play(step, self.markers_dir, codec.new_tool_call_id)
+            calls, text, answer, consumes_step, wire_calls = (
+                played.calls,
+                played.text,
+                played.answer,
+                played.consumes_step,
+                (),
+            )
+        elif isinstance(step, FinalAnswerStep) and final_tool is not None:
             call = final_tool_call(codec, model_request.tools, final_tool, step.answer)
             if call is None:
                 names = ", ".join(tool.name for tool in model_request.tools) or "none"
@@ -472,7 +488,12 @@ class Interpreter:
             else:
                 calls = tuple(self._new_call(codec, shell, spec) for spec in step.calls)
         usage = usage_for_attempt(model_attempt) if self.scenario.usage else None
-        reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=calls + finish, text=text, usage=usage)
+        reply = ScriptedReply(
+            response_id=codec.new_response_id(),
+            tool_calls=calls + finish if wire_calls is None else wire_calls,
+            text=text,
+            usage=usage,
+        )
         rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
         self._model_attempts += 1
 
@@ -505,9 +526,12 @@ class Interpreter:
         # State moves only once the reply is durably witnessed.
         for call in calls:
             self._calls[call.call_id] = self._sent[call.call_id]
-        self._step += 1
-        if answer is not None:
-            self._final_sent = True
+        if self._delivery is not None:
+            self._delivery.delivered(played)
+        if consumes_step:
+            self._step += 1
+            if answer is not None:
+                self._final_sent = True
         headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
         return OutgoingResponse(200, headers, rendered.body)
 

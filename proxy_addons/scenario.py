@@ -18,6 +18,8 @@ SCENARIO_SCHEMA = "probe-scenario/v1"
 DEFAULT_MODEL = "probe-model"
 DEFAULT_USAGE = True
 DEFAULT_EXIT_CODE = 0
+# Deliveries a harness profile may name (proxy_addons/delivery_*.py): how a step reaches a text-driven harness.
+DELIVERIES = frozenset({"keystrokes"})
 DEFAULT_ERROR_TYPE = "probe_error"
 DEFAULT_ERROR_MESSAGE = "scripted model failure"
 # A withheld reply is held at most this long; then the proxy closes the connection itself, so a harness
@@ -106,6 +108,9 @@ class Scenario:
     final_answer_shell_prefix: str | None = None
     # From `harness_profile.final_answer: {via: tool, ...}`: the final answer is played as a call of this tool.
     final_answer_tool: FinalTool | None = None
+    # From `harness_profile.delivery`: how a step reaches a harness that takes no native tool calls (e.g.
+    # `keystrokes` for Terminus 2); None plays steps as native tool calls.
+    delivery: str | None = None
 
     def fault_for(self, model_attempt: int) -> Fault | None:
         """Return the fault that answers `model_attempt`, if any.
@@ -160,6 +165,7 @@ def parse_scenario(data: object, sha256: str | None = None) -> Scenario:
         sha256=sha256,
         final_answer_shell_prefix=prefix,
         final_answer_tool=final_tool,
+        delivery=_delivery(doc.get("harness_profile")),
     )
 
 
@@ -181,7 +187,7 @@ def _final_answer_shell_prefix(value: object) -> str | None:
     if value is None:
         return None
     profile = _mapping(value, "harness_profile")
-    foreign = set(profile) - {"final_answer"}
+    foreign = set(profile) - {"final_answer", "delivery"}
     if foreign:
         raise ScenarioError(f"harness_profile: unknown key(s) {sorted(foreign)}")
     if profile.get("final_answer") is None:
@@ -194,6 +200,14 @@ def _final_answer_shell_prefix(value: object) -> str | None:
     if not isinstance(prefix, str) or not prefix.strip() or "\n" in prefix or "\r" in prefix:
         raise ScenarioError("harness_profile.final_answer.prefix must be one non-empty line")
     return prefix
+
+
+def _delivery(value: object) -> str | None:
+    """`harness_profile.delivery` (already known to be in a valid profile), or None."""
+    delivery = value.get("delivery") if isinstance(value, Mapping) else None
+    if delivery is not None and delivery not in DELIVERIES:
+        raise ScenarioError(f"harness_profile.delivery must be one of {sorted(DELIVERIES)}")
+    return delivery if isinstance(delivery, str) else None
 
 
 def _mapping(value: object, what: str) -> Mapping[str, Any]:

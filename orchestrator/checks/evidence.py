@@ -22,9 +22,15 @@ def _arrival(attempt_id: str) -> tuple[int, str]:
 
 
 def scope_of(scenario: dict[str, Any]) -> dict[str, bool]:
-    """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error."""
+    """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error, and `tool_ids`.
+
+    `tool_ids` is false when the harness profile (written into the played scenario by the orchestrator, from the
+    adapter) delivers steps as text (`harness_profile.delivery`, e.g. Terminus 2's keystrokes): the model then
+    sends commands, not tool calls, so no call id, name or exit status crosses the wire to be joined on.
+    """
     scope = dict(scenario["scope"])
     scope["terminal_error"] = scenario.get("expected", {}).get("outcome") == "error"
+    scope["tool_ids"] = not (scenario.get("harness_profile") or {}).get("delivery")
     return scope
 
 

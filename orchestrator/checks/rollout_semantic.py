@@ -165,10 +165,14 @@ def steps_attempt_accounting(ev: Evidence) -> list[str]:
     location="$.invocations[*].conversation[*].tool_calls",
     needs=("rollout",),
     depends_on=("tools.record", "invocations.identity"),
-    scope=("tools",),
+    scope=("tools", "tool_ids"),
 )
 def tools_request_join(ev: Evidence) -> list[str]:
-    """Each tool record joins to exactly one requesting tool call, with the same name, in its invocation's history."""
+    """Each tool record joins to exactly one requesting tool call, with the same name, in its invocation's history.
+
+    Not applicable without tool ids (scope `tool_ids`): a text-driven harness's history holds reply text, and the
+    commands it parsed from it have ids the harness minted itself.
+    """
     # Indexed once: rollouts with 100,000 calls must not cost a scan of the history per tool record.
     requests: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for inv in _dicts(ev, "invocations"):

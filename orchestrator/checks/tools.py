@@ -28,10 +28,13 @@ def _records(ev: Evidence) -> dict[str, dict[str, Any]]:
     location="$.tool_calls[*].tool_call_id",
     needs=("rollout", "witness"),
     depends_on=("tools.record",),
-    scope=("tools",),
+    scope=("tools", "tool_ids"),
 )
 def witness_ids(ev: Evidence) -> list[str]:
-    """Each witnessed tool call id appears exactly once in the rollout's tool records, and no others do."""
+    """Each witnessed tool call id appears exactly once in the rollout's tool records, and no others do.
+
+    Not applicable where steps reach the harness as text (scope `tool_ids`, Terminus 2): no call id is sent.
+    """
     tools = ev.r.get("tool_calls")
     recorded = (
         Counter(t.get("tool_call_id") for t in tools if isinstance(t, dict)) if isinstance(tools, list) else Counter()
@@ -64,10 +67,11 @@ def _arguments(value: Any) -> Any:
     location="$.tool_calls[*].arguments",
     needs=("rollout", "witness"),
     depends_on=("tools.witness_ids",),
-    scope=("tools",),
+    scope=("tools", "tool_ids"),
 )
 def witness_request(ev: Evidence) -> list[str]:
-    """Each tool record has the name and arguments the provider sent in the call."""
+    """Each tool record has the name and arguments the provider sent in the call (joined by id: not applicable
+    without tool ids)."""
     records = _records(ev)
     reasons = []
     for call in ev.w.tool_calls():
@@ -86,10 +90,13 @@ def witness_request(ev: Evidence) -> list[str]:
     location="$.tool_calls[*].status",
     needs=("rollout", "witness"),
     depends_on=("tools.witness_ids",),
-    scope=("tools",),
+    scope=("tools", "tool_ids"),
 )
 def witness_status(ev: Evidence) -> list[str]:
-    """Each tool record's status (and exit code, if recorded) follows the exit code the command was scripted with."""
+    """Each tool record's status (and exit code, if recorded) follows the exit code the command was scripted with.
+
+    Not applicable without tool ids: commands typed into one terminal (Terminus 2) have no per-command status.
+    """
     records = _records(ev)
     reasons = []
     for call in ev.w.tool_calls():
@@ -113,10 +120,11 @@ def witness_status(ev: Evidence) -> list[str]:
     location="$.tool_calls[*].output",
     needs=("rollout", "witness"),
     depends_on=("tools.witness_ids", "witness.results_seen"),
-    scope=("tools",),
+    scope=("tools", "tool_ids"),
 )
 def witness_output(ev: Evidence) -> list[str]:
-    """Each tool record's output is exactly what the model saw as the call's result."""
+    """Each tool record's output is exactly what the model saw as the call's result (joined by id: not applicable
+    without tool ids; the shared screen a text-driven harness sees is witnessed as each call's result)."""
     records = _records(ev)
     reasons = []
     for call in ev.w.tool_calls():

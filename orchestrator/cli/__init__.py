@@ -8,7 +8,7 @@ from typing import Annotated
 import click
 import typer
 
-from orchestrator.cli import audit, cleanup, doctor, harnesses, images, results, run, scenarios
+from orchestrator.cli import audit, cleanup, doctor, export, harnesses, images, results, run, scenarios
 from orchestrator.logs import LogFormat, configure_logging
 from orchestrator.resources import build_info
 from orchestrator.runtime import install_interrupt_handlers
@@ -30,6 +30,7 @@ app = typer.Typer(
 )
 app.command("run")(run.run)
 app.command("audit")(audit.audit_command)
+app.command("export")(export.export_command)
 app.add_typer(scenarios.app, name="scenarios")
 app.add_typer(harnesses.app, name="harnesses")
 app.add_typer(images.app, name="images")

@@ -26,6 +26,14 @@ def audit_command(
     harness_arg: Annotated[
         list[str] | None, typer.Option("--harness-arg", "-a", help="KEY=VALUE option for the harness (repeatable).")
     ] = None,
+    rollout_format: Annotated[
+        str,
+        typer.Option(
+            "--rollout-format",
+            help="probe: read each episode's rollout.json; atif: read its ATIF trajectory.json (an export, or the "
+            "one the harness wrote in native/) and check it against the witness.",
+        ),
+    ] = "probe",
 ) -> None:
     """Re-check saved episodes (witness + rollout, or witness + native logs with --harness), with no Docker.
 
@@ -34,7 +42,7 @@ def audit_command(
     """
     try:
         h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None
-        res = audit(source, output, h)
+        res = audit(source, output, h, rollout_format)
     except (KeyError, ValueError, FormatError, OutputExists, InputChanged) as exc:
         typer.echo(f"harness-probe: {str(exc).strip(chr(39))}", err=True)
         raise typer.Exit(EXIT_ERROR) from None

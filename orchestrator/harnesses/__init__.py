@@ -49,6 +49,7 @@ HARNESSES: dict[str, str] = {
     "codex": "orchestrator.harnesses.codex:CodexHarness",
     "claude-code": "orchestrator.harnesses.claude_code:ClaudeCodeHarness",
     "stirrup": "orchestrator.harnesses.stirrup:StirrupHarness",
+    "terminus-2": "orchestrator.harnesses.terminus_2:Terminus2Harness",
 }
 
 

@@ -1,0 +1,72 @@
+"""Where an episode's ATIF trajectory is, reading it as a rollout, and exporting a run's rollouts as ATIF."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.atif.read import atif_to_rollout
+from orchestrator.atif.validate import load_atif, validate_atif
+from orchestrator.atif.write import rollout_to_atif
+from orchestrator.evidence import FormatError
+
+__all__ = ["ATIF_NAME", "ExportResult", "export_atif", "find_atif", "read_atif_rollout"]
+
+ATIF_NAME = "trajectory.json"
+# What an exported episode keeps besides its trajectory, so the export is itself an auditable run directory.
+_EVIDENCE = ("scenario.json", "witness.jsonl", "runtime.json", "markers")
+
+
+def find_atif(episode: Path) -> Path | None:
+    """The episode's trajectory.json (an export), else the one its harness wrote into native/, else None."""
+    if (episode / ATIF_NAME).is_file():
+        return episode / ATIF_NAME
+    native = episode / "native"
+    found = sorted(p for p in native.rglob(ATIF_NAME) if p.is_file()) if native.is_dir() else []
+    return found[0] if found else None
+
+
+def read_atif_rollout(episode: Path, harness_name: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(rollout, None), or (None, why) when there is no trajectory or it is not ATIF: a finding, not a crash."""
+    path = find_atif(episode)
+    if path is None:
+        return None, f"no {ATIF_NAME} in the episode or its native/ logs"
+    try:
+        doc = load_atif(path)
+    except FormatError as exc:
+        return None, f"not an ATIF trajectory: {exc}"
+    return atif_to_rollout(doc, harness_name), None
+
+
+@dataclass
+class ExportResult:
+    written: list[Path] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: str = "ATIF-v1.8") -> ExportResult:
+    """Write OUTPUT/<harness>/<scenario>/trajectory.json per episode with a rollout, plus its witness evidence."""
+    res = ExportResult()
+    output.mkdir(parents=True)
+    for harness, scenario, ep in episodes:
+        try:
+            rollout = json.loads((ep / "rollout.json").read_text())
+        except (OSError, ValueError) as exc:
+            res.skipped.append(f"{harness}/{scenario}: no readable rollout.json ({type(exc).__name__})")
+            continue
+        doc = rollout_to_atif(rollout, version)
+        validate_atif(doc, f"ATIF export of {harness}/{scenario}")  # a writer bug must not leave a bad file
+        dest = output / harness / scenario
+        dest.mkdir(parents=True)
+        for name in _EVIDENCE:
+            src = ep / name
+            if src.is_dir():
+                shutil.copytree(src, dest / name)
+            elif src.is_file():
+                shutil.copy2(src, dest / name)
+        (dest / ATIF_NAME).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        res.written.append(dest / ATIF_NAME)
+    return res

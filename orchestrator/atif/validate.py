@@ -1,0 +1,97 @@
+"""Validation of an ATIF document: our JSON Schema, then the cross-field rules Harbor's models check in code."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from orchestrator.evidence import Fault, FormatError, schema_path
+
+__all__ = ["ATIF_FORMAT", "atif_faults", "load_atif", "validate_atif"]
+
+ATIF_FORMAT = "atif/v1"
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    # Not the shared validator: ATIF nests whole trajectories (subagents) through a recursive `$ref: "#"`,
+    # which the shared one's $ref inlining refuses by design.
+    schema = json.loads(schema_path(ATIF_FORMAT).read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _path(parts: Any) -> str:
+    out = "$"
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _rules(doc: dict[str, Any], at: str) -> list[Fault]:
+    found = []
+    raw = doc.get("steps")
+    steps: list[Any] = raw if isinstance(raw, list) else []
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            continue
+        if step.get("step_id") != i + 1:
+            found.append(
+                Fault(f"{at}.steps[{i}].step_id", f"expected {i + 1} (sequential from 1), got {step.get('step_id')!r}")
+            )
+        ids = {tc.get("tool_call_id") for tc in step.get("tool_calls") or [] if isinstance(tc, dict)}
+        results = (step.get("observation") or {}).get("results") or []
+        for j, res in enumerate(results):
+            sid = res.get("source_call_id") if isinstance(res, dict) else None
+            if sid is not None and sid not in ids:
+                found.append(
+                    Fault(
+                        f"{at}.steps[{i}].observation.results[{j}].source_call_id",
+                        f"{sid!r} is no tool call of this step",
+                    )
+                )
+    seen: set[str] = set()
+    for k, sub in enumerate(doc.get("subagent_trajectories") or []):
+        if not isinstance(sub, dict):
+            continue
+        tid = sub.get("trajectory_id")
+        if tid is None:
+            found.append(Fault(f"{at}.subagent_trajectories[{k}].trajectory_id", "required on an embedded subagent"))
+        elif tid in seen:
+            found.append(Fault(f"{at}.subagent_trajectories[{k}].trajectory_id", f"{tid!r} is not unique"))
+        else:
+            seen.add(tid)
+        found += _rules(sub, f"{at}.subagent_trajectories[{k}]")
+    return found
+
+
+def atif_faults(doc: Any) -> list[Fault]:
+    """Every way `doc` is not an ATIF trajectory, each named by JSONPath; schema faults first, then rules."""
+    found = {Fault(_path(e.absolute_path), e.message) for e in _validator().iter_errors(doc)}
+    ordered = sorted(found, key=lambda f: (f.path, f.message))
+    if not ordered and isinstance(doc, dict):
+        ordered += _rules(doc, "$")
+    return ordered
+
+
+def validate_atif(doc: Any, what: str = "ATIF trajectory") -> None:
+    found = atif_faults(doc)
+    if found:
+        raise FormatError(what, found)
+
+
+def load_atif(path: Path) -> dict[str, Any]:
+    """Read and validate an ATIF file; a parse error is a FormatError too, never a traceback."""
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FormatError(str(path), [Fault("$", "file does not exist")]) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise FormatError(str(path), [Fault("$", f"not JSON: {exc}")]) from None
+    validate_atif(doc, str(path))
+    assert isinstance(doc, dict)  # the schema's root is an object
+    return doc

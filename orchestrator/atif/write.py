@@ -1,0 +1,211 @@
+"""probe-rollout/v1 -> ATIF: the model-visible history as ATIF steps, the facts ATIF has no field for in `extra`.
+
+ATIF holds one agent step per successful inference, its tool calls, their observations and token metrics. What a
+canonical rollout knows beyond that (failed attempts and retries of a step, HTTP statuses, response ids, finish
+reasons, call times, tool exit codes, the outcome, named gaps) goes under `extra.harness_probe`, Harbor's place for
+producer metadata, so a Harbor consumer reads a normal trajectory and `atif_to_rollout` gets every fact back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["EXTENSION", "rollout_to_atif"]
+
+EXTENSION = "harness_probe"
+ROLLOUT_FORMAT = "probe-rollout/v1"
+
+
+def _ok(call: dict[str, Any]) -> bool:
+    status = call.get("status_code")
+    return call.get("error_category") is None and (status is None or 200 <= int(status) < 300)
+
+
+def _metrics(call: dict[str, Any]) -> dict[str, Any] | None:
+    stats = call.get("token_stats") or {}
+    metrics = {
+        "prompt_tokens": stats.get("prompt"),
+        "completion_tokens": stats.get("completion"),
+        "cached_tokens": stats.get("cached"),
+    }
+    metrics = {k: v for k, v in metrics.items() if v is not None}
+    return metrics or None
+
+
+def _total(calls: list[dict[str, Any]], key: str) -> int | None:
+    values = [(c.get("token_stats") or {}).get(key) for c in calls]
+    known = [v for v in values if isinstance(v, int)]
+    return sum(known) if known else None
+
+
+class _Writer:
+    def __init__(self, rollout: dict[str, Any]) -> None:
+        self.rollout = rollout
+        self.calls = {c["model_call_id"]: c for c in rollout.get("model_calls", [])}
+        self.step_of = {ref: s for s in rollout.get("steps", []) for ref in s.get("model_call_refs", [])}
+        self.tools = {t["tool_call_id"]: t for t in rollout.get("tool_calls", [])}
+        self.used_calls: set[str] = set()
+        self.used_tools: set[str] = set()
+
+    def trajectory(self, inv: dict[str, Any], version: str) -> dict[str, Any]:
+        successes = [self.calls[r] for r in inv.get("model_call_refs", []) if r in self.calls and _ok(self.calls[r])]
+        conv = inv.get("conversation", [])
+        steps: list[dict[str, Any]] = []
+        i = 0
+        while i < len(conv):
+            m = conv[i]
+            i += 1
+            text = m.get("content") if isinstance(m.get("content"), str) else ""
+            if m.get("role") in ("system", "user") or (m.get("role") == "tool"):
+                step: dict[str, Any] = {"step_id": len(steps) + 1, "source": "user", "message": text}
+                if m.get("role") == "system":
+                    step["source"] = "system"
+                elif m.get("role") == "tool":  # a result with no assistant turn before it: kept, marked
+                    step["extra"] = {EXTENSION: {"role": "tool", "tool_call_id": m.get("tool_call_id")}}
+                steps.append(step)
+                continue
+            results = []
+            while i < len(conv) and conv[i].get("role") == "tool":
+                results.append(conv[i])
+                i += 1
+            steps.append(self._agent_step(len(steps) + 1, m, results, successes))
+        if not steps:  # ATIF needs one step; an empty history is said so, not hidden
+            steps.append({"step_id": 1, "source": "system", "message": "", "extra": {EXTENSION: {"empty": True}}})
+        unattached = [
+            s
+            for s in self.rollout.get("steps", [])
+            if s.get("invocation_id") == inv["invocation_id"]
+            and not any(r in self.used_calls for r in s.get("model_call_refs", []))
+        ]
+        ext = {
+            "invocation_id": inv["invocation_id"],
+            "parent_invocation_id": inv.get("parent_invocation_id"),
+            "unattached_steps": [
+                {**s, "model_calls": [self.calls[r] for r in s.get("model_call_refs", []) if r in self.calls]}
+                for s in unattached
+            ],
+        }
+        for s in unattached:
+            self.used_calls.update(s.get("model_call_refs", []))
+        return {
+            "schema_version": version,
+            "session_id": self.rollout.get("rollout_id"),
+            "trajectory_id": inv["invocation_id"],
+            "agent": {
+                "name": self.rollout["harness"]["name"],
+                "version": self.rollout["harness"].get("version") or "unknown",
+            },
+            "steps": steps,
+            "final_metrics": {
+                "total_prompt_tokens": _total(successes, "prompt"),
+                "total_completion_tokens": _total(successes, "completion"),
+                "total_cached_tokens": _total(successes, "cached"),
+                "total_steps": len(steps),
+            },
+            "extra": {EXTENSION: ext},
+        }
+
+    def _agent_step(
+        self, step_id: int, m: dict[str, Any], results: list[dict[str, Any]], successes: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        step: dict[str, Any] = {
+            "step_id": step_id,
+            "source": "agent",
+            "message": m.get("content") if isinstance(m.get("content"), str) else "",
+            "llm_call_count": 1,
+        }
+        ext: dict[str, Any] = {}
+        call = next((c for c in successes if c["model_call_id"] not in self.used_calls), None)
+        if call is not None:
+            rstep = self.step_of.get(call["model_call_id"])
+            refs = rstep["model_call_refs"] if rstep else [call["model_call_id"]]
+            attempts = [self.calls[r] for r in refs if r in self.calls and r not in self.used_calls]
+            self.used_calls.update(c["model_call_id"] for c in attempts)
+            step["timestamp"] = (rstep or {}).get("timestamp") or call.get("completed_at")
+            step["metrics"] = _metrics(call)
+            ext["model_calls"] = attempts
+            if rstep:
+                ext["step_no"] = rstep["step_no"]
+        else:
+            ext["model_calls"] = []
+        if m.get("content") is None:
+            ext["content_null"] = True
+        if m.get("tool_calls") == []:
+            ext["tool_calls_empty"] = True
+        calls_out = []
+        for tc in m.get("tool_calls") or []:
+            args = tc.get("arguments")
+            rec = self.tools.get(tc.get("tool_call_id"))
+            tc_ext: dict[str, Any] = {"arguments_raw": args} if not isinstance(args, dict) else {}
+            if rec is not None:
+                self.used_tools.add(rec["tool_call_id"])
+                tc_ext["record"] = rec
+            calls_out.append(
+                {
+                    "tool_call_id": tc.get("tool_call_id"),
+                    "function_name": tc.get("tool_name"),
+                    "arguments": args if isinstance(args, dict) else {},
+                    "extra": {EXTENSION: tc_ext},
+                }
+            )
+        if calls_out:
+            step["tool_calls"] = calls_out
+        ids = {c["tool_call_id"] for c in calls_out}
+        if results:
+            step["observation"] = {
+                "results": [
+                    {"source_call_id": r.get("tool_call_id"), "content": r.get("content")}
+                    if r.get("tool_call_id") in ids
+                    # A result answering a call of an earlier turn cannot reference it in ATIF; its id rides along.
+                    else {"content": r.get("content"), "extra": {EXTENSION: {"tool_call_id": r.get("tool_call_id")}}}
+                    for r in results
+                ]
+            }
+        step["extra"] = {EXTENSION: ext}
+        return step
+
+
+def rollout_to_atif(rollout: dict[str, Any], version: str = "ATIF-v1.8") -> dict[str, Any]:
+    """One ATIF trajectory for a probe-rollout/v1 dict: the root invocation, the others as embedded subagents."""
+    w = _Writer(rollout)
+    invs = list(rollout.get("invocations", []))
+    if not invs:
+        invs = [
+            {
+                "invocation_id": rollout.get("rollout_id") or "root",
+                "parent_invocation_id": None,
+                "model_call_refs": [c["model_call_id"] for c in rollout.get("model_calls", [])],
+                "conversation": [],
+            }
+        ]
+        synthetic = True
+    else:
+        synthetic = False
+    root_inv = next((v for v in invs if v.get("parent_invocation_id") is None), invs[0])
+    doc = w.trajectory(root_inv, version)
+    subs = [w.trajectory(v, version) for v in invs if v is not root_inv]
+    if subs:
+        doc["subagent_trajectories"] = subs
+    ext = doc["extra"][EXTENSION]
+    ext.update(
+        {
+            "rollout_format": ROLLOUT_FORMAT,
+            "harness": rollout.get("harness"),
+            "task_id": rollout.get("task_id"),
+            "rollout_id": rollout.get("rollout_id"),
+            "no_invocations": synthetic,
+            "outcome": rollout.get("outcome"),
+            "gaps": rollout.get("gaps", []),
+            "unattached_model_calls": [c for cid, c in w.calls.items() if cid not in w.used_calls],
+            "unattached_tool_calls": [t for tid, t in w.tools.items() if tid not in w.used_tools],
+            # The rollout's own record order (checks read it: calls in start order), which steps cannot carry.
+            "order": {
+                "model_calls": [c["model_call_id"] for c in rollout.get("model_calls", [])],
+                "tool_calls": [t["tool_call_id"] for t in rollout.get("tool_calls", [])],
+                "steps": [[s.get("invocation_id"), s.get("step_no")] for s in rollout.get("steps", [])],
+            },
+        }
+    )
+    if isinstance(rollout.get("extensions"), dict):
+        ext["extensions"] = rollout["extensions"]
+    return doc

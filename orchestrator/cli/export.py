@@ -1,0 +1,53 @@
+"""`harness-probe export`: write a run's canonical rollouts in another format (ATIF) into a new directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.atif import export_atif
+from orchestrator.audit import find_episodes
+from orchestrator.evidence import FormatError
+from orchestrator.suite import EXIT_ERROR
+
+_VERSIONS = ("ATIF-v1.7", "ATIF-v1.8")
+
+
+def export_command(
+    run: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A run (or audit) directory.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="New directory for the exported files.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Output format: atif.")] = "atif",
+    atif_version: Annotated[
+        str, typer.Option("--atif-version", help="ATIF-v1.8 (default) or ATIF-v1.7.")
+    ] = "ATIF-v1.8",
+) -> None:
+    """Write OUTPUT/<harness>/<scenario>/trajectory.json (ATIF) for every episode with a rollout.json.
+
+    Each exported episode keeps its scenario, witness, runtime record and markers, so
+    `harness-probe audit OUTPUT --rollout-format atif` checks the trajectories against the same witness.
+    Facts ATIF has no field for (failed attempts, HTTP statuses, response ids, exit codes, gaps) are kept under
+    `extra.harness_probe`. Exit code 0: all written; 2: an input error.
+    """
+    if fmt != "atif":
+        typer.echo(f"harness-probe: unknown export format {fmt!r} (known: atif)", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    if atif_version not in _VERSIONS:
+        typer.echo(f"harness-probe: --atif-version must be one of {', '.join(_VERSIONS)}", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    if output.exists():
+        typer.echo(f"harness-probe: output directory {output} already exists; choose a new one", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    episodes = find_episodes(run)
+    if not episodes:
+        typer.echo(f"harness-probe: no episodes in {run} (expected <harness>/<scenario>/scenario.json)", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    try:
+        res = export_atif(episodes, output, atif_version)
+    except FormatError as exc:
+        typer.echo(f"harness-probe: {exc}", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+    for why in res.skipped:
+        typer.echo(f"skipped {why}", err=True)
+    typer.echo(f"exported {len(res.written)} trajectory file(s) as {atif_version}: {output.resolve()}")

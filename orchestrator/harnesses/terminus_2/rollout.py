@@ -1,0 +1,221 @@
+"""Terminus 2's own records -> probe-rollout/v1: its ATIF trajectory, and per episode the debug.json LiteLLM wrote.
+
+The trajectory gives the steps, the commands (as `bash_command` pseudo tool calls), the screens and token
+metrics; each `episode-N/debug.json` (LiteLLM's log of the episode's last call) gives that call's start,
+duration, the raw reply (response id, finish reason, usage) and the full message history the model was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from orchestrator.atif import load_atif
+from orchestrator.evidence import FormatError
+from orchestrator.harnesses.base import NormalizeError
+
+__all__ = ["normalize_logs"]
+
+COMMAND = "bash_command"
+COMPLETE = "mark_task_complete"
+_EPISODE = re.compile(r"^episode-(\d+)$")
+_ANALYSIS = re.compile(r"^Analysis: (.*?)(?:\nPlan: .*)?$", re.S)
+
+_GAPS: list[dict[str, Any]] = [
+    {
+        "code": "model_calls.failed_attempts_unrecorded",
+        "detail": "Terminus retries a failed call (harbor's LiteLLM wrapper 3 times, inside Terminus's own 3) and "
+        "each attempt's log overwrites the episode's debug.json; the trajectory records only the step that "
+        "succeeded, so failed attempts and their errors are in no file",
+        "labels": ["E1", "E7"],
+    },
+    {
+        "code": "model_calls.status_code_inferred",
+        "detail": "debug.json keeps no HTTP status: a call whose raw reply LiteLLM logged (post_api_call) is given 200",
+    },
+    {
+        "code": "model_calls.times_assumed_utc",
+        "detail": "debug.json times are naive local times; the container runs with TZ=UTC and they are read as UTC",
+    },
+    {
+        "code": "tool_calls.ids_harness_minted",
+        "detail": "the model gives Terminus commands, not tool calls: there is no call id on the wire, and "
+        "call_<episode>_<n> is Terminus's own numbering",
+        "labels": ["E5"],
+    },
+    {
+        "code": "tool_calls.status_unrecorded",
+        "detail": "commands are typed into one tmux pane: Terminus records no exit code or status per command",
+        "labels": ["E5"],
+    },
+    {
+        "code": "tool_calls.output_shared",
+        "detail": "every command of a step shares one observation (the pane's new text), recorded as each one's output",
+    },
+    {
+        "code": "outcome.error_unrecorded",
+        "detail": "Terminus records no terminal error in its logs (the CLI prints it to stderr); an episode that "
+        "did not end on a confirmed task_complete has outcome status unknown",
+        "labels": ["E6"],
+    },
+]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _utc(naive: Any) -> datetime | None:
+    if not isinstance(naive, str):
+        return None
+    try:
+        return datetime.fromisoformat(naive)
+    except ValueError:
+        return None
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def _episodes(logs: Path) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    for d in logs.iterdir() if logs.is_dir() else []:
+        m = _EPISODE.match(d.name)
+        debug = _read_json(d / "debug.json") if m and d.is_dir() else None
+        if m and isinstance(debug, dict):
+            found[int(m.group(1))] = debug
+    return found
+
+
+def _reply(debug: dict[str, Any] | None) -> dict[str, Any] | None:
+    raw = debug.get("original_response") if debug and debug.get("log_event_type") == "post_api_call" else None
+    parsed = json.loads(raw) if isinstance(raw, str) and raw.startswith("{") else raw
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _call(k: int, step: dict[str, Any], debug: dict[str, Any] | None, inv: str) -> dict[str, Any]:
+    reply = _reply(debug)
+    start = _utc((debug or {}).get("api_call_start_time"))
+    duration = (debug or {}).get("llm_api_duration_ms")
+    end = start + timedelta(milliseconds=duration) if start and isinstance(duration, (int, float)) else None
+    metrics = step.get("metrics") or {}
+    usage = (reply or {}).get("usage") or {}
+    details = usage.get("completion_tokens_details") or {}
+    choices = (reply or {}).get("choices") or [{}]
+    return {
+        "model_call_id": f"episode-{k}",
+        "started_at": _iso(start),
+        "completed_at": _iso(end),
+        "protocol": "chat" if (debug or {}).get("call_type") == "acompletion" else None,
+        "status_code": 200 if reply is not None else None,
+        "response_id": reply.get("id") if reply else None,
+        "finish_reason": choices[0].get("finish_reason") if isinstance(choices[0], dict) else None,
+        "error_category": None,
+        "token_stats": {
+            "prompt": metrics.get("prompt_tokens"),
+            "completion": metrics.get("completion_tokens"),
+            "reasoning": details.get("reasoning_tokens") if isinstance(details, dict) else None,
+            "total": usage.get("total_tokens"),
+            "cached": metrics.get("cached_tokens"),
+        },
+        "invocation_id": inv,
+    }
+
+
+def _conversation(last: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The history the last call was sent, and the reply it got: what the model saw, as Terminus logged it."""
+    if last is None:
+        return []
+    conv = [
+        {"role": m.get("role"), "content": m.get("content") if isinstance(m.get("content"), str) else None}
+        for m in last.get("messages") or []
+        if isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
+    ]
+    reply = _reply(last)
+    choices = (reply or {}).get("choices") or []
+    message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+    if isinstance(message, dict):
+        conv.append({"role": "assistant", "content": message.get("content")})
+    return conv
+
+
+def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
+    path = logs / "trajectory.json"
+    if not path.is_file():
+        raise NormalizeError(f"Terminus wrote no {path.name} in {logs.name}/")
+    try:
+        doc = load_atif(path)
+    except FormatError as exc:
+        raise NormalizeError(f"trajectory.json is not ATIF: {exc}") from None
+    inv = doc.get("session_id") or doc.get("trajectory_id") or "terminus"
+    debug = _episodes(logs)
+    agent_steps = [s for s in doc["steps"] if s["source"] == "agent"]
+    calls, steps, tools = [], [], []
+    for k, step in enumerate(agent_steps):
+        call = _call(k, step, debug.get(k), inv)
+        calls.append(call)
+        steps.append(
+            {
+                "step_no": k + 1,
+                "invocation_id": inv,
+                "timestamp": step.get("timestamp"),
+                "model_call_refs": [call["model_call_id"]],
+            }
+        )
+        results = (step.get("observation") or {}).get("results") or []
+        shared = results[0].get("content") if len(results) == 1 and isinstance(results[0].get("content"), str) else None
+        for tc in step.get("tool_calls") or []:
+            if tc["function_name"] != COMMAND:
+                continue
+            tools.append(
+                {
+                    "tool_call_id": tc["tool_call_id"],
+                    "tool_name": COMMAND,
+                    "arguments": tc["arguments"],
+                    "status": None,
+                    "exit_code": None,
+                    "output": shared,
+                    "invocation_id": inv,
+                    "step_no": k + 1,
+                }
+            )
+    completes = [any(tc["function_name"] == COMPLETE for tc in s.get("tool_calls") or []) for s in agent_steps]
+    outcome: dict[str, Any] = {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+    # Terminus ends on a confirmed completion: two task_complete replies in a row.
+    if len(completes) >= 2 and completes[-1] and completes[-2]:
+        message = agent_steps[-1].get("message")
+        m = _ANALYSIS.match(message) if isinstance(message, str) else None
+        outcome = {
+            "final_answer": m.group(1) if m else message,
+            "status": "completed",
+            "failure_kind": None,
+            "failure_reason": None,
+        }
+    last = debug.get(len(agent_steps) - 1) if agent_steps else None
+    return {
+        "schema": "probe-rollout/v1",
+        "harness": {"name": harness, "version": doc["agent"]["version"]},
+        "task_id": None,
+        "rollout_id": doc.get("session_id"),
+        "model_calls": calls,
+        "invocations": [
+            {
+                "invocation_id": inv,
+                "parent_invocation_id": None,
+                "model_call_refs": [c["model_call_id"] for c in calls],
+                "conversation": _conversation(last),
+            }
+        ],
+        "steps": steps,
+        "tool_calls": tools,
+        "outcome": outcome,
+        "gaps": [dict(g) for g in _GAPS],
+        "extensions": {"atif_schema_version": doc["schema_version"], "episodes_with_debug": sorted(debug)},
+    }

@@ -1,0 +1,171 @@
+"""ATIF both ways on real captured episodes: export validates, reads back to the same rollout and the same checks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.atif import ATIF_GAPS, atif_to_rollout, rollout_to_atif, validate_atif
+from orchestrator.audit import audit
+from orchestrator.evidence import faults, load_json
+from orchestrator.harnesses import get_harness
+from orchestrator.harnesses.mini_swe_agent_normalize import TRAJECTORY_NAME, normalize_trajectory
+from orchestrator.paths import EpisodePaths
+from orchestrator.verdict import normalize_native
+from tests.unit.checks.conftest import FIXTURES
+from tests.unit.harnesses.captured import captured, fixtures, materialize, replay
+
+# Captured episodes with a witness, of every real harness whose native logs we keep that way.
+_WITNESSED = [(h, n) for h in ("claude-code", "codex", "hermes", "opencode", "pi") for n in captured(h)]
+
+
+def _through_atif(rollout: dict[str, Any], version: str = "ATIF-v1.8") -> dict[str, Any]:
+    doc = rollout_to_atif(rollout, version)
+    validate_atif(doc)
+    # Through text, as a file would go: nothing may survive only as a Python object.
+    return atif_to_rollout(json.loads(json.dumps(doc)))
+
+
+def _strip_extension(node: Any) -> Any:
+    """The same trajectory as a producer without our `extra.harness_probe` would write it."""
+    if isinstance(node, list):
+        return [_strip_extension(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _strip_extension(v) for k, v in node.items() if k != "extra"}
+    extra = {k: v for k, v in (node.get("extra") or {}).items() if k != "harness_probe"}
+    if extra:
+        out["extra"] = extra
+    return out
+
+
+@pytest.mark.parametrize(("harness", "name"), _WITNESSED, ids=[f"{h}-{n}" for h, n in _WITNESSED])
+def test_real_episode_exports_and_reads_back_with_the_same_checks(harness: str, name: str, tmp_path: Path) -> None:
+    paths = materialize(harness, name, tmp_path)
+    rollout, record = normalize_native(get_harness(harness), paths.native)
+    if rollout is None:
+        pytest.skip(f"no rollout from this capture: {record['message']}")
+    back = _through_atif(rollout)
+    assert back == rollout
+    before = {k: str(v.status) for k, v in replay(paths, rollout).items()}
+    assert {k: str(v.status) for k, v in replay(paths, back).items()} == before
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in fixtures("mini-swe-agent").iterdir()))
+def test_mini_swe_agent_rollouts_read_back_unchanged(name: str) -> None:
+    rollout = normalize_trajectory(fixtures("mini-swe-agent") / name / TRAJECTORY_NAME, "mini-swe-agent")
+    assert _through_atif(rollout, "ATIF-v1.7") == rollout
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.iterdir()))
+def test_core_fields_alone_give_a_valid_rollout_and_name_what_atif_cannot_hold(name: str) -> None:
+    rollout = json.loads((FIXTURES / name / "rollout.json").read_text())
+    doc = _strip_extension(rollout_to_atif(rollout))
+    validate_atif(doc)
+    got = atif_to_rollout(doc)
+    assert {g["code"] for g in got["gaps"]} == {g["code"] for g in ATIF_GAPS}
+    # What ATIF does hold survives: the model-visible history, the tool calls and what each returned.
+    # (ATIF's message is a string: an assistant turn with no text reads back as "", not null.)
+    want = [{**m, "content": m.get("content") or ""} for m in rollout["invocations"][0]["conversation"]]
+    assert [{**m, "content": m.get("content") or ""} for m in got["invocations"][0]["conversation"]] == want
+    assert [(t["tool_call_id"], t["arguments"], t["output"]) for t in got["tool_calls"]] == [
+        (t["tool_call_id"], t["arguments"], t["output"]) for t in rollout["tool_calls"]
+    ]
+    assert all(t["status"] is None and t["exit_code"] is None for t in got["tool_calls"])
+    ok = [c for c in rollout["model_calls"] if c["status_code"] == 200]
+    assert [c["token_stats"]["prompt"] for c in got["model_calls"]] == [c["token_stats"]["prompt"] for c in ok]
+    assert all(c["status_code"] is None and c["response_id"] is None for c in got["model_calls"])
+    # Only wire facts are null; the document otherwise meets probe-rollout/v1 where it can.
+    assert {f.path.split("]")[-1] for f in faults(got, "probe-rollout/v1")} <= {".protocol"}
+
+
+def test_core_only_trajectory_fails_the_checks_it_cannot_feed_and_passes_the_history(tmp_path: Path) -> None:
+    src = FIXTURES / "tool_success"
+    paths = EpisodePaths(tmp_path / "ep")
+    shutil.copytree(src, paths.root)
+    rollout = json.loads(paths.rollout.read_text())
+    got = atif_to_rollout(_strip_extension(rollout_to_atif(rollout)))
+    status = {k: str(v.status) for k, v in replay(paths, got).items()}
+    assert status["history.rebuildable"] == "pass"
+    assert status["outcome.final_answer"] == "pass"
+    assert status["witness.tools_executed"] == "pass"
+    for failing in ("gaps.none_voiding", "calls.outcome", "calls.timing", "tokens.match", "tools.record"):
+        assert status[failing] == "fail", failing
+
+
+def _run_dir(tmp_path: Path, *names: str) -> Path:
+    run = tmp_path / "run"
+    for name in names:
+        shutil.copytree(FIXTURES / name, run / "reference" / name)
+    return run
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    hp = str(Path(sys.executable).with_name("harness-probe"))
+    return subprocess.run([hp, "-q", *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def _statuses(out: Path) -> dict[str, Any]:
+    summary = load_json(out / "summary.json", "probe-summary/v1")
+    return {
+        (h["name"], s["scenario"]): (s["verdict"], {c["id"]: c["status"] for c in s["checks"]})
+        for h in summary["harnesses"]
+        for s in h["scenarios"]
+    }
+
+
+def test_export_then_audit_as_atif_gives_the_verdicts_of_the_run(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, *sorted(p.name for p in FIXTURES.iterdir()))
+    exported = _cli("export", str(run), "-o", str(tmp_path / "atif"))
+    assert exported.returncode == 0, exported.stderr
+    for traj in sorted((tmp_path / "atif").glob("*/*/trajectory.json")):
+        assert json.loads(traj.read_text())["schema_version"] == "ATIF-v1.8"
+    assert _cli("export", str(run), "-o", str(tmp_path / "atif")).returncode == 2  # an output is never reused
+    direct = audit(run, tmp_path / "direct")
+    via_atif = audit(tmp_path / "atif", tmp_path / "via-atif", rollout_format="atif")
+    assert via_atif.exit_code == direct.exit_code == 0
+    assert _statuses(tmp_path / "via-atif") == _statuses(tmp_path / "direct")
+    assert load_json(tmp_path / "via-atif" / "audit.json", "audit/v1")["rollout_format"] == "atif"
+
+
+def test_audit_as_atif_without_a_trajectory_is_a_finding_not_an_error(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, "tool_success")
+    res = audit(run, tmp_path / "out", rollout_format="atif")
+    assert res.exit_code == 1
+    [result] = res.results
+    assert result["verdict"] == "fail"
+    assert result["normalize"]["status"] == "error"
+    assert "trajectory.json" in result["normalize"]["message"]
+    # The saved probe rollout is not what was audited, so it is not left beside the results either.
+    assert not (tmp_path / "out" / "reference" / "tool_success" / "rollout.json").exists()
+
+
+def test_audit_as_atif_reads_a_trajectory_the_harness_wrote_in_native(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, "tool_success")
+    ep = run / "reference" / "tool_success"
+    doc = rollout_to_atif(json.loads((ep / "rollout.json").read_text()), "ATIF-v1.7")
+    (ep / "native" / "logs").mkdir(parents=True)
+    (ep / "native" / "logs" / "trajectory.json").write_text(json.dumps(doc))
+    assert audit(run, tmp_path / "out", rollout_format="atif").exit_code == 0
+
+
+def test_audit_as_atif_of_a_broken_trajectory_fails_with_the_faults(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, "tool_success")
+    (run / "reference" / "tool_success" / "trajectory.json").write_text('{"schema_version": "ATIF-v1.8"}')
+    res = audit(run, tmp_path / "out", rollout_format="atif")
+    assert res.results[0]["verdict"] == "fail"
+    assert "not an ATIF trajectory" in res.results[0]["normalize"]["message"]
+
+
+def test_unknown_rollout_format_and_harness_with_atif_are_refused(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, "tool_success")
+    with pytest.raises(ValueError, match="unknown rollout format"):
+        audit(run, tmp_path / "a", rollout_format="jsonl")
+    with pytest.raises(ValueError, match="cannot be combined"):
+        audit(run, tmp_path / "b", get_harness("reference"), rollout_format="atif")

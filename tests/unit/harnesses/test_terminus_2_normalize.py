@@ -1,0 +1,71 @@
+"""Terminus 2: launch preset, keystroke profile, and the normalizer on logs Terminus wrote (host run, see README)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from orchestrator.evidence import faults
+from orchestrator.harnesses import LaunchContext, NormalizeError, get_harness
+from orchestrator.scenarios import load_scenario
+
+_LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "atif" / "terminus-cli-2.0.4"
+_SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
+
+
+def _native(tmp_path: Path) -> Path:
+    shutil.copytree(_LOGS, tmp_path / "native" / "agent")
+    return tmp_path / "native"
+
+
+def test_launch_points_litellm_at_the_scripted_provider_and_keeps_costs_local() -> None:
+    h = get_harness("terminus-2")
+    launch = h.launch(load_scenario(_SCENARIOS / "tool_success.yaml"), LaunchContext())
+    argv = launch.command
+    assert argv[:4] == ["sh", "-c", 'exec "$@" </dev/null', "terminus"]
+    assert argv[argv.index("--api-base") + 1] == "http://provider:8080/v1"
+    assert argv[argv.index("-m") + 1] == "openai/probe-model"
+    assert argv[argv.index("-l") + 1] == "/logs/agent"
+    assert launch.environment["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    assert h.native_paths == ("/logs/agent",)
+    assert h.harness_profile() == {"delivery": "keystrokes"}
+
+
+def test_normalizer_reads_trajectory_and_debug_logs(tmp_path: Path) -> None:
+    r = get_harness("terminus-2").normalize(_native(tmp_path))
+    assert [str(f) for f in faults(r, "probe-rollout/v1")] == []
+    assert r["harness"] == {"name": "terminus-2", "version": "2.0.4"}
+    assert [c["response_id"] for c in r["model_calls"]] == ["chatcmpl-0", "chatcmpl-1", "chatcmpl-2"]
+    assert [c["token_stats"]["total"] for c in r["model_calls"]] == [110, 112, 114]
+    assert all(c["started_at"] <= c["completed_at"] for c in r["model_calls"])
+    # The task_complete pseudo calls are the ending, not commands; the one command keeps its screen.
+    [tool] = r["tool_calls"]
+    assert tool["tool_name"] == "bash_command" and "tok123" in tool["output"]
+    assert r["outcome"] == {
+        "final_answer": "Confirmed.",
+        "status": "completed",
+        "failure_kind": None,
+        "failure_reason": None,
+    }
+    roles = [m["role"] for m in r["invocations"][0]["conversation"]]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
+
+
+def test_missing_or_broken_trajectory_is_a_normalize_error(tmp_path: Path) -> None:
+    native = _native(tmp_path)
+    (native / "agent" / "trajectory.json").write_text("{")
+    with pytest.raises(NormalizeError, match="not ATIF"):
+        get_harness("terminus-2").normalize(native)
+    (native / "agent" / "trajectory.json").unlink()
+    with pytest.raises(NormalizeError, match=r"no trajectory\.json"):
+        get_harness("terminus-2").normalize(native)
+
+
+@pytest.mark.parametrize("name", ["tool_success_host", "retry_429_host"])
+def test_a_real_run_against_the_scripted_provider_replays_its_checks(name: str, tmp_path: Path) -> None:
+    from tests.unit.harnesses.captured import assert_replays_its_real_run
+
+    # retry_429: Terminus keeps neither 429 attempt (debug.json is overwritten, ATIF has no place): a finding.
+    assert_replays_its_real_run("terminus-2", name, tmp_path)
