@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -49,10 +50,13 @@ def podman_socket() -> str:
 
 
 def _answers(url: str) -> bool:
+    client = docker.DockerClient(base_url=url, timeout=5)
     try:
-        docker.DockerClient(base_url=url, timeout=5).ping()
+        client.ping()
     except Exception:
         return False
+    finally:
+        client.close()
     return True
 
 
@@ -78,19 +82,38 @@ def _start_service(url: str) -> None:
         time.sleep(0.2)
 
 
+def _pod_etc() -> Path:
+    """The pod's hosts and resolv.conf, bind-mounted read-only into both containers (see the module doc). Their
+    content never changes, so one directory per user serves every run and nothing is left per run; a directory of
+    that name that is not ours (another user's, a link) is never used."""
+    d = Path(tempfile.gettempdir()) / f"harness-probe-podman-etc-{os.getuid()}"
+    try:
+        d.mkdir(mode=0o755, exist_ok=True)
+        st = d.lstat()
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise PermissionError(f"{d} is not a directory of ours")
+    except OSError:
+        d = Path(tempfile.mkdtemp(prefix="harness-probe-podman-etc-"))
+        d.chmod(0o755)
+    for name, text in (
+        ("hosts", f"{LOOPBACK} localhost {PROVIDER_HOST}\n"),
+        ("resolv.conf", f"nameserver {LOOPBACK}\n"),
+    ):
+        f = d / name
+        if f.is_symlink() or not f.is_file() or f.read_text() != text:
+            f.unlink(missing_ok=True)
+            f.write_text(text)
+        f.chmod(0o644)
+    return d
+
+
 class PodmanEngine(Engine):
     name = "podman"
 
     def __init__(self, client: docker.DockerClient, url: str) -> None:
         super().__init__(client)
         self._url = url
-        # The pod's hosts and resolv.conf, bind-mounted read-only into both containers (see the module doc).
-        self._etc = Path(tempfile.mkdtemp(prefix="harness-probe-podman-"))
-        self._etc.chmod(0o755)
-        (self._etc / "hosts").write_text(f"{LOOPBACK} localhost {PROVIDER_HOST}\n")
-        (self._etc / "resolv.conf").write_text(f"nameserver {LOOPBACK}\n")
-        for f in self._etc.iterdir():
-            f.chmod(0o644)
+        self._etc = _pod_etc()
 
     @classmethod
     def connect(cls, timeout: int = 300) -> PodmanEngine:
@@ -104,9 +127,6 @@ class PodmanEngine(Engine):
     def address(self) -> str | None:
         return self._url
 
-    def close(self) -> None:
-        shutil.rmtree(self._etc, ignore_errors=True)
-
     def writable_limits(self, writable: dict[str, str]) -> dict[str, str]:
         return {
             p: f"{size} asked; not applied (Podman tmpfs volumes take no size)" for p, size in sorted(writable.items())
@@ -117,13 +137,16 @@ class PodmanEngine(Engine):
 
     def import_image(self, tag: str) -> str | None:
         """From the Docker engine on this machine, when there is one and it has the tag."""
+        source = docker.DockerClient(base_url="unix:///var/run/docker.sock", timeout=600)
         try:
-            source = docker.DockerClient(base_url="unix:///var/run/docker.sock", timeout=600)
-            source.images.get(tag)
-        except Exception:
-            return None
-        log.info("importing image from Docker", image=tag)
-        return transfer_image(source, self.client, tag)
+            try:
+                source.images.get(tag)
+            except Exception:
+                return None
+            log.info("importing image from Docker", image=tag)
+            return transfer_image(source, self.client, tag)
+        finally:
+            source.close()
 
     def _tmpfs_volume_options(self, size: str) -> str:
         return "uid=1000,gid=1000"

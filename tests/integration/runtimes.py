@@ -21,10 +21,13 @@ mount_program = "/usr/bin/fuse-overlayfs"
 
 
 def _answers(url: str) -> bool:
+    client = docker.DockerClient(base_url=url, timeout=5)
     try:
-        docker.DockerClient(base_url=url, timeout=5).ping()
+        client.ping()
     except Exception:
         return False
+    finally:
+        client.close()
     return True
 
 
@@ -97,7 +100,10 @@ def stop_service(proc: subprocess.Popen[bytes]) -> None:
 def podman_labelled(url: str, run_id: str) -> list[str]:
     """Containers, volumes and pods of the run that the Podman engine at `url` still has."""
     client = docker.DockerClient(base_url=url, timeout=30)
-    flt = {"label": f"harness-probe.run={run_id}"}
-    found = [f"container {c.name}" for c in client.containers.list(all=True, filters=flt)]
-    found += [f"volume {v.name}" for v in client.volumes.list(filters=flt)]
+    try:
+        flt = {"label": f"harness-probe.run={run_id}"}
+        found = [f"container {c.name}" for c in client.containers.list(all=True, filters=flt)]
+        found += [f"volume {v.name}" for v in client.volumes.list(filters=flt)]
+    finally:
+        client.close()
     return found
