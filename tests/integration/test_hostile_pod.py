@@ -165,14 +165,18 @@ class _Run:
 
 def _objects_of(engine: Engine, pid: int) -> list[str]:
     """Every container and volume whose owner label names process `pid` of this machine."""
-    found = []
+    api = engine.client.api
     flt = {"label": OWNER_LABEL}
-    for c in engine.client.containers.list(all=True, filters=flt):
-        if c.labels[OWNER_LABEL].split("/")[-2] == str(pid):
-            found.append(f"container {c.name}")
-    for v in engine.client.volumes.list(filters=flt):
-        if (v.attrs.get("Labels") or {})[OWNER_LABEL].split("/")[-2] == str(pid):
-            found.append(f"volume {v.name}")
+    found = [
+        f"container {c['Names'][0].lstrip('/')}"
+        for c in api.containers(all=True, filters=flt)
+        if c["Labels"][OWNER_LABEL].split("/")[-2] == str(pid)
+    ]
+    found += [
+        f"volume {v['Name']}"
+        for v in api.volumes(filters=flt).get("Volumes") or []
+        if v["Labels"][OWNER_LABEL].split("/")[-2] == str(pid)
+    ]
     return found
 
 
@@ -205,6 +209,9 @@ def test_an_interrupt_at_any_moment_leaves_nothing(
 def test_a_killed_run_is_swept_by_the_next(moment: str, engine: Engine, images: Images, tmp_path: Path) -> None:
     run = _Run(tmp_path / "killed")
     run.wait_for(MOMENTS[moment])
+    deadline = time.monotonic() + 120
+    while not _objects_of(engine, run.proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the pod's first objects appear just after its log line
     run.signal(signal.SIGKILL)
     left = _objects_of(engine, run.proc.pid)
     assert left, "SIGKILL left nothing to sweep (the run was killed too early or too late)"
