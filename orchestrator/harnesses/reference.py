@@ -25,11 +25,16 @@ MODES: dict[str, str] = {
     "lost_ownership": "the first model call is owned by no invocation",
     "wrong_answer_report": "report a final answer the model never gave",
     "duplicate_attempt": "report the first failed model call twice",
+    "hostile-network": "try to leave the pod (host, metadata, public addresses; the proxy's ports), then the task",
+    "hostile-cpu": "burn every CPU until killed",
+    "hostile-fork": "fork until the pids limit stops it",
+    "hostile-version": "a --version that never ends (then the task, honestly)",
 }
 PROTOCOLS = ("chat", "responses", "messages")
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 # Per HTTP request: a withheld reply makes the SDK give up and retry well within the episode.
 REQUEST_TIMEOUT_S = 15
+TARGETS_ENV = "PROBE_HOSTILE_TARGETS"  # images/reference/probe_reference/hostile.py
 
 
 class ReferenceHarness(Harness):
@@ -46,6 +51,7 @@ class ReferenceHarness(Harness):
         "mode": "one of: " + ", ".join(MODES) + " (default honest)",
         "stream": "true to request SSE streams (default false)",
         "protocol": "one of: " + ", ".join(PROTOCOLS) + " (default chat)",
+        "targets": "comma-separated addresses mode hostile-network tries to reach (default: a few usual ones)",
     }
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
@@ -77,13 +83,18 @@ class ReferenceHarness(Harness):
         ]
         if self.stream:
             cmd.append("--stream")
+        extra = {TARGETS_ENV: self.options["targets"]} if "targets" in self.options else {}
         if self.protocol == "messages":
             # The anthropic SDK appends /v1/messages to its base URL itself.
             root = ctx.base_url.rstrip("/").removesuffix("/v1")
             env = {"ANTHROPIC_BASE_URL": root, "ANTHROPIC_API_KEY": ctx.api_key}
         else:
             env = {"OPENAI_BASE_URL": ctx.base_url, "OPENAI_API_KEY": ctx.api_key}
-        return Launch(command=cmd, environment=env)
+        return Launch(command=cmd, environment={**env, **extra})
+
+    def version_argv(self) -> tuple[str, ...]:
+        # The agent reads its mode here too, so `hostile-version` can make the version probe hang.
+        return (*self.version_command, "--mode", self.mode) if self.mode == "hostile-version" else self.version_command
 
     def normalize(self, native_dir: Path) -> dict[str, Any]:
         # The reference agent writes the canonical format itself, so normalizing is reading and validating.

@@ -35,6 +35,9 @@ from orchestrator.runtime.spec import (
 
 log = structlog.get_logger(__name__)
 
+# How long removal keeps trying while the engine is still tearing a container down.
+REMOVE_SECONDS = 90.0
+
 __all__ = ["RUN_LABEL", "ContainerSpec", "Engine", "EngineUnavailable", "RunningContainer", "create_labels"]
 
 
@@ -145,8 +148,20 @@ class RunningContainer:
         return True
 
     def remove(self) -> None:
-        with contextlib.suppress(docker.errors.NotFound):
-            self._c.remove(force=True, v=True)
+        # A container full of processes (a fork bomb) can outlast the engine's own kill wait: ask again.
+        deadline = time.monotonic() + REMOVE_SECONDS
+        while True:
+            try:
+                self._c.remove(force=True, v=True)
+                return
+            except docker.errors.NotFound:
+                return
+            except docker.errors.APIError as exc:
+                if time.monotonic() > deadline:
+                    log.error("could not remove", container=self.name, error=str(exc))
+                    raise
+                log.info("container not removed yet; trying again", container=self.name, error=str(exc))
+                time.sleep(1.0)
 
 
 class Engine:
@@ -349,22 +364,24 @@ class Engine:
             owner = Owner.parse((labels or {}).get(OWNER_LABEL, ""))
             return owner is not None and owner.is_dead(here)
 
+        # The low-level listings: one call each, no per-object lookup that races other runs' removals.
+        api = self.client.api
         with deferred_interrupts():
-            for c in self.client.containers.list(all=True, filters=flt):
-                if dead(c.labels):
+            for c in api.containers(all=True, filters=flt):
+                if dead(c.get("Labels")):
                     with contextlib.suppress(docker.errors.NotFound):
-                        c.remove(force=True, v=True)
-                    removed.append(f"container {c.name} (run {c.labels.get(RUN_LABEL)})")
-            for v in self.client.volumes.list(filters=flt):
-                if dead(v.attrs.get("Labels")):
+                        api.remove_container(c["Id"], force=True, v=True)
+                    removed.append(f"container {c['Names'][0].lstrip('/')} (run {c['Labels'].get(RUN_LABEL)})")
+            for v in api.volumes(filters=flt).get("Volumes") or []:
+                if dead(v.get("Labels")):
                     with contextlib.suppress(docker.errors.NotFound):
-                        v.remove(force=True)
-                    removed.append(f"volume {v.name} (run {(v.attrs.get('Labels') or {}).get(RUN_LABEL)})")
-            for n in self.client.networks.list(filters=flt):
-                if dead(n.attrs.get("Labels")):
+                        api.remove_volume(v["Name"], force=True)
+                    removed.append(f"volume {v['Name']} (run {v['Labels'].get(RUN_LABEL)})")
+            for n in api.networks(filters=flt):  # type: ignore[no-untyped-call]
+                if dead(n.get("Labels")):
                     with contextlib.suppress(docker.errors.NotFound):
-                        n.remove()
-                    removed.append(f"network {n.name} (run {(n.attrs.get('Labels') or {}).get(RUN_LABEL)})")
+                        api.remove_network(n["Id"])
+                    removed.append(f"network {n['Name']} (run {n['Labels'].get(RUN_LABEL)})")
         if removed:
             log.warning("removed what runs that no longer exist left behind", objects=removed)
         return removed
@@ -373,18 +390,19 @@ class Engine:
         """Remove every container, network and volume we labelled (all runs, or one)."""
         flt = {"label": f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL}
         counts = {"containers": 0, "networks": 0, "volumes": 0}
+        api = self.client.api
         with deferred_interrupts():
-            for c in self.client.containers.list(all=True, filters=flt):
+            for c in api.containers(all=True, filters=flt):
                 with contextlib.suppress(docker.errors.NotFound):
-                    c.remove(force=True, v=True)
+                    api.remove_container(c["Id"], force=True, v=True)
                 counts["containers"] += 1
-            for n in self.client.networks.list(filters=flt):
+            for n in api.networks(filters=flt):  # type: ignore[no-untyped-call]
                 with contextlib.suppress(docker.errors.NotFound):
-                    n.remove()
+                    api.remove_network(n["Id"])
                 counts["networks"] += 1
-            for v in self.client.volumes.list(filters=flt):
+            for v in api.volumes(filters=flt).get("Volumes") or []:
                 with contextlib.suppress(docker.errors.NotFound):
-                    v.remove(force=True)
+                    api.remove_volume(v["Name"], force=True)
                 counts["volumes"] += 1
         return counts
 
@@ -400,15 +418,16 @@ def _under_own_name(member: tarfile.TarInfo, name: str) -> bool:
 
 
 def _retry_remove(fn: Any, what: str) -> None:
-    # Removal can race the engine's own teardown of a just-removed container; a short retry avoids a leak.
-    for attempt in range(10):
+    # Removal can race the engine's own teardown of a just-removed container; retrying avoids a leak.
+    deadline = time.monotonic() + REMOVE_SECONDS
+    while True:
         try:
             fn()
             return
         except docker.errors.NotFound:
             return
         except docker.errors.APIError as exc:
-            if attempt == 9:
+            if time.monotonic() > deadline:
                 log.error("could not remove", what=what, error=str(exc))
                 raise
-            time.sleep(0.3)
+            time.sleep(0.5)

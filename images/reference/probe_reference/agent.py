@@ -102,7 +102,7 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
         f"stream {config.stream}"
     )
     if mode.before_first_call is not None:
-        mode.before_first_call()
+        mode.before_first_call(config.rollout_path.parent)
     try:
         dialog = open_dialog(
             config.protocol,

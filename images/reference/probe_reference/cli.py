@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from probe_reference import __version__
 from probe_reference.agent import STREAM_RETRIES, Config, run
+from probe_reference.hostile import version_forever
 from probe_reference.interrupts import sigterm_raises
 from probe_reference.modes import MODES
 from probe_reference.rollout import PROTOCOLS
@@ -75,6 +77,7 @@ def _positive_float(text: str) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    version_forever(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     env_prefix = "ANTHROPIC" if args.protocol == "messages" else "OPENAI"
     config = Config(

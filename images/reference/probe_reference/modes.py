@@ -13,8 +13,10 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
+from probe_reference.hostile import burn_cpu, escape_attempts, fork_bomb
 from probe_reference.progress import say
 from probe_reference.rollout import ModelCall, Rollout
 
@@ -29,7 +31,7 @@ def unchanged(rollout: Rollout) -> Rollout:
     return rollout
 
 
-def hang_forever() -> NoReturn:
+def hang_forever(_rollout_dir: Path) -> NoReturn:
     """Never call the model; only a signal (the orchestrator's timeout) ends the run."""
     say("mode hang: sleeping before the first model call until killed")
     while True:
@@ -148,7 +150,7 @@ class Mode:
     name: str
     summary: str
     transform: Transform = unchanged
-    before_first_call: Callable[[], None] | None = None
+    before_first_call: Callable[[Path], None] | None = None  # gets the rollout's folder
 
 
 MODES: dict[str, Mode] = {
@@ -170,7 +172,16 @@ MODES: dict[str, Mode] = {
         Mode("lost_ownership", "the first model call is owned by no invocation", lost_ownership),
         Mode("wrong_answer_report", "report a final answer the model never gave", wrong_answer_report),
         Mode("duplicate_attempt", "report the first failed model call twice", duplicate_attempt),
+        Mode(
+            "hostile-network",
+            "try to leave the pod (host, metadata and public addresses; the proxy's other ports), then do the task",
+            unchanged,
+            escape_attempts,
+        ),
+        Mode("hostile-cpu", "burn every CPU until killed", unchanged, lambda _dir: burn_cpu()),
+        Mode("hostile-fork", "fork until the pids limit stops it", unchanged, lambda _dir: fork_bomb()),
+        Mode("hostile-version", "a --version that never ends (then the task, honestly)"),
     )
 }
 
-MISREPORTING = tuple(name for name in MODES if name not in ("honest", "hang"))
+MISREPORTING = tuple(name for name in MODES if name not in ("honest", "hang") and not name.startswith("hostile-"))

@@ -66,7 +66,7 @@ def test_messages_uses_the_anthropic_environment_without_v1(base_url: str) -> No
 def test_declares_all_three_protocols_and_lists_every_choice() -> None:
     assert ReferenceHarness.protocols == PROTOCOLS == ("chat", "responses", "messages")
     help_text = ReferenceHarness.options_help
-    assert set(help_text) == {"mode", "stream", "protocol"}
+    assert set(help_text) == {"mode", "stream", "protocol", "targets"}
     assert all(mode in help_text["mode"] for mode in MODES)
     assert all(protocol in help_text["protocol"] for protocol in PROTOCOLS)
 

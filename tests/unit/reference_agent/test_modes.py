@@ -99,7 +99,9 @@ EDITS: dict[str, Callable[[Rollout], None]] = {
 
 def test_every_misreporting_mode_is_covered() -> None:
     assert set(MISREPORTING) == set(EDITS)
-    assert set(MODES) == {"honest", "hang", *EDITS}
+    hostile = {name for name in MODES if name.startswith("hostile-")}
+    assert hostile == {"hostile-network", "hostile-cpu", "hostile-fork", "hostile-version"}
+    assert set(MODES) == {"honest", "hang", *EDITS, *hostile}
 
 
 @pytest.mark.parametrize("mode", sorted(EDITS))
