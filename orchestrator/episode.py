@@ -20,6 +20,7 @@ from orchestrator.harnesses import Harness, LaunchContext
 from orchestrator.images import BuiltImage
 from orchestrator.paths import EpisodePaths
 from orchestrator.runtime import ContainerSpec, Engine, create_labels
+from orchestrator.runtime.collect import Collection, CollectLimits
 from orchestrator.scenarios import Scenario
 from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
 
@@ -69,6 +70,7 @@ def run_episode(
     paths: EpisodePaths,
     run_id: str,
     timeout: float,
+    limits: CollectLimits | None = None,
 ) -> dict[str, Any]:
     """Run, collect, normalize, check; returns the scenario_result it wrote. Never raises for harness faults."""
     paths.root.mkdir(parents=True, exist_ok=False)
@@ -112,6 +114,7 @@ def run_episode(
             "scenario_sha256": scenario.sha256,
         },
     )
+    collection: Collection | None = None
     labels = create_labels(run_id, episode=episode_id, harness=harness.name, scenario=scenario.name)
     try:
         with (
@@ -172,21 +175,25 @@ def run_episode(
                             log.warning("harness timed out and was killed", timeout=timeout)
                         else:
                             execution.update(status="exited", exit_code=code)
-                        paths.harness_log.write_bytes(hc.logs())
+                        # Everything copied out from here on draws on one budget; what the harness left that
+                        # cannot be copied safely (links, devices, over-cap files) becomes a finding.
+                        collection = Collection(limits or CollectLimits())
+                        hc.save_logs(paths.harness_log, collection)
                         paths.native.mkdir()
                         for native in harness.native_paths:
-                            hc.copy_out(native, paths.native)
+                            hc.copy_out(native, paths.native, collection)
                 finally:
                     # A clean stop lets the addon write its `end` event before we copy the witness out.
                     proxy.stop(PROXY_STOP_SECONDS)
-                    paths.proxy_log.write_bytes(proxy.logs())
-                    proxy.copy_out("/probe/witness/witness.jsonl", paths.root)
-                    proxy.copy_out(ctx.markers, paths.root)
+                    collection = collection or Collection(limits or CollectLimits())
+                    proxy.save_logs(paths.proxy_log, collection)
+                    proxy.copy_out("/probe/witness/witness.jsonl", paths.root, collection)
+                    proxy.copy_out(ctx.markers, paths.root, collection)
     except Exception as exc:
         execution.update(status="error", error=f"{type(exc).__name__}: {exc}")
         (paths.root / "episode-error.txt").write_text(traceback.format_exc())
         log.error("episode could not run", error=str(exc))
-    return _finish(paths, harness, scenario, run_id, episode_id, started, execution, True)
+    return _finish(paths, harness, scenario, run_id, episode_id, started, execution, True, collection)
 
 
 def _finish(
@@ -198,8 +205,11 @@ def _finish(
     started: str,
     execution: dict[str, Any],
     ran: bool | None,
+    collection: Collection | None = None,
 ) -> dict[str, Any]:
     result = result_skeleton(harness.name, scenario.name, run_id, episode_id, started, execution)
+    if collection is not None:
+        result["collection"] = collection.to_json()
     if ran:
         # A timed-out or crashed harness still has whatever it logged checked (execution apart from evidence).
         rollout, result["normalize"] = normalize_native(harness, paths.native)

@@ -23,6 +23,7 @@ from orchestrator.images import REPO_ROOT, BuildOptions, BuiltImage, ImageBuilde
 from orchestrator.paths import RunPaths
 from orchestrator.report import report_run
 from orchestrator.runtime import Engine, create_labels
+from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
 
 log = structlog.get_logger(__name__)
@@ -43,6 +44,7 @@ class RunConfig:
     output: Path
     timeout: float = 300.0
     build: BuildOptions = field(default_factory=BuildOptions)
+    collect: CollectLimits = field(default_factory=CollectLimits)
 
 
 @dataclass
@@ -133,7 +135,7 @@ def run_suite(
             if on_episode:
                 on_episode(h.name, s.name, None)
             log.info("episode", harness=h.name, scenario=s.name, run_id=run_id)
-            result = run_episode(engine, h, s, images, out.episode(h.name, s.name), run_id, cfg.timeout)
+            result = run_episode(engine, h, s, images, out.episode(h.name, s.name), run_id, cfg.timeout, cfg.collect)
             results.append(result)
             if on_episode:
                 on_episode(h.name, s.name, result)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.runtime import ContainerSpec, Engine, create_labels
+from orchestrator.runtime.collect import Collection
 from orchestrator.scenarios import load_scenario
 from tests.integration.conftest import Images, labelled
 
@@ -59,7 +60,7 @@ def test_lookups_of_other_names_are_refused_and_witnessed(engine: Engine, images
                 assert h.wait(60) == 0
                 out = dict(line.split(" ", 1) for line in h.logs().decode().strip().splitlines())
             proxy.stop(10)
-            proxy.copy_out("/probe/witness/witness.jsonl", tmp_path)
+            proxy.copy_out("/probe/witness/witness.jsonl", tmp_path, Collection())
     assert out["provider"] == proxy_ip
     assert out["telemetry.example.com"] == "gaierror"
     events = [json.loads(line) for line in (tmp_path / "witness.jsonl").read_text().splitlines()]
