@@ -39,7 +39,7 @@ def now_iso() -> str:
 def write_json(path: Path, data: Any) -> None:
     """Atomic: a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
     os.replace(tmp, path)
 
 

@@ -11,7 +11,7 @@ __all__ = ["MARKER_MAX_BYTES", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "body_over_ca
 
 MARKER_MAX_BYTES = 4096  # a marker holds one token of a few dozen bytes
 MAX_BODY_BYTES = 16 * 1024 * 1024  # long agent histories are a few MiB; this is far beyond any real one
-MAX_JSON_DEPTH = 200  # real request bodies nest tool schemas a few dozen levels at most
+MAX_JSON_DEPTH = 100  # real request bodies nest tool schemas a few dozen levels; the witness adds two
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
