@@ -210,14 +210,23 @@ def _finish(
     result = result_skeleton(harness.name, scenario.name, run_id, episode_id, started, execution)
     if collection is not None:
         result["collection"] = collection.to_json()
-    if ran:
-        # A timed-out or crashed harness still has whatever it logged checked (execution apart from evidence).
-        rollout, result["normalize"] = normalize_native(harness, paths.native)
-        if rollout is not None:
-            write_json(paths.rollout, rollout)
-        ev = collect_evidence(scenario.data, paths, rollout, result["normalize"]["message"])
-        judge(result, scenario.data, ev)
-    result["finished_at"] = now_iso()
-    validate(result, "scenario-result/v1", "scenario_result")
+    try:
+        if ran:
+            # A timed-out or crashed harness still has whatever it logged checked (execution apart from evidence).
+            rollout, result["normalize"] = normalize_native(harness, paths.native)
+            if rollout is not None:
+                write_json(paths.rollout, rollout)
+            ev = collect_evidence(scenario.data, paths, rollout, result["normalize"]["message"])
+            judge(result, scenario.data, ev)
+        result["finished_at"] = now_iso()
+        validate(result, "scenario-result/v1", "scenario_result")
+    except Exception as exc:  # RecursionError included: this episode is an error, the run goes on
+        (paths.root / "check-error.txt").write_text(traceback.format_exc())
+        log.error("episode could not be checked", error=f"{type(exc).__name__}: {exc}"[:500])
+        failed = {**execution, "status": "error", "error": f"checking failed: {type(exc).__name__}: {str(exc)[:500]}"}
+        result = result_skeleton(harness.name, scenario.name, run_id, episode_id, started, failed)
+        if collection is not None:
+            result["collection"] = collection.to_json()
+        result["finished_at"] = now_iso()
     write_json(paths.result, result)
     return result

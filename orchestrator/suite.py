@@ -6,6 +6,7 @@ import hashlib
 import secrets
 import shlex
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,11 +21,12 @@ from orchestrator.episode import EpisodeImages, now_iso, run_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.images import REPO_ROOT, BuildOptions, BuiltImage, ImageBuilder
-from orchestrator.paths import RunPaths
+from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report import report_run
 from orchestrator.runtime import Engine, create_labels
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
+from orchestrator.verdict import result_skeleton
 
 log = structlog.get_logger(__name__)
 
@@ -92,6 +94,18 @@ def _inputs(scenarios: list[Scenario], built: dict[str, BuiltImage]) -> dict[str
     return dict(sorted(inputs.items()))
 
 
+def _episode_crashed(paths: EpisodePaths, harness: str, scenario: str, run_id: str, exc: Exception) -> dict[str, Any]:
+    paths.root.mkdir(parents=True, exist_ok=True)
+    (paths.root / "episode-error.txt").write_text(traceback.format_exc())
+    log.error("episode crashed", harness=harness, scenario=scenario, error=f"{type(exc).__name__}: {exc}"[:500])
+    execution = {"status": "error", "exit_code": None, "seconds": 0.0, "timeout_seconds": 0.0}
+    execution["error"] = f"episode crashed: {type(exc).__name__}: {str(exc)[:500]}"
+    result = result_skeleton(harness, scenario, run_id, f"hp-{run_id}-crashed", now_iso(), execution)
+    result["finished_at"] = now_iso()
+    write_json(paths.result, result)
+    return result
+
+
 def run_suite(
     cfg: RunConfig,
     engine: Engine,
@@ -135,7 +149,12 @@ def run_suite(
             if on_episode:
                 on_episode(h.name, s.name, None)
             log.info("episode", harness=h.name, scenario=s.name, run_id=run_id)
-            result = run_episode(engine, h, s, images, out.episode(h.name, s.name), run_id, cfg.timeout, cfg.collect)
+            try:
+                result = run_episode(
+                    engine, h, s, images, out.episode(h.name, s.name), run_id, cfg.timeout, cfg.collect
+                )
+            except Exception as exc:  # one episode never takes the run down: it is that episode's error
+                result = _episode_crashed(out.episode(h.name, s.name), h.name, s.name, run_id, exc)
             results.append(result)
             if on_episode:
                 on_episode(h.name, s.name, result)

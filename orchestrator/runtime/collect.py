@@ -111,6 +111,67 @@ class Collection:
         finally:
             os.close(root)
 
+    def copy_tree(self, src: Path, dest: Path, where: str) -> None:
+        """Copy a saved file or folder as extract() would: regular files and folders only, never through a link."""
+        try:
+            self._copy_node(src, dest, where)
+        except _Stop as stop:
+            self.note(stop.finding)
+
+    def _copy_node(self, src: Path, dest: Path, where: str) -> None:
+        try:
+            st = os.lstat(src)
+        except FileNotFoundError:
+            return
+        if self.remaining_seconds() <= 0:
+            raise _Stop("time_cap", where, f"collection time cap ({self.limits.seconds:g}s) reached")
+        if self.files >= self.limits.max_files:
+            raise _Stop("file_cap", where, f"file count cap ({self.limits.max_files}) reached; the rest not copied")
+        self.files += 1
+        mode = st.st_mode
+        if stat.S_ISDIR(mode):
+            dest.mkdir()
+            for child in sorted(os.listdir(src)):
+                self._copy_node(src / child, dest / child, f"{where}/{child}")
+        elif stat.S_ISREG(mode):
+            if st.st_size > self.limits.max_bytes - self.copied:
+                left = self.limits.max_bytes - self.copied
+                self.note(
+                    Finding("over_cap_file", where, f"{st.st_size} bytes, {left} left of the byte cap; not copied")
+                )
+                return
+            self._copy_file(src, dest, where)
+        else:
+            kind = {stat.S_IFLNK: "symlink", stat.S_IFIFO: "fifo", stat.S_IFCHR: "device", stat.S_IFBLK: "device"}
+            what = kind.get(stat.S_IFMT(mode), "special")
+            target = f" (to {os.readlink(src)[:200]!r})" if what == "symlink" else ""
+            self.note(Finding(what, where, f"not a file or folder; not followed or copied{target}"))
+
+    def _copy_file(self, src: Path, dest: Path, where: str) -> None:
+        try:
+            fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            self.note(Finding("special", where, f"cannot be opened without following a link: {exc.strerror}"))
+            return
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                self.note(Finding("special", where, "changed into something other than a file while copied"))
+                return
+            out = os.open(dest, _O_NEW, 0o644)
+            try:
+                left = self.limits.max_bytes - self.copied
+                while piece := os.read(fd, min(_CHUNK, left + 1)):
+                    if len(piece) > left:
+                        self.note(Finding("over_cap_file", where, "grew past the byte cap while copied; cut"))
+                        break
+                    os.write(out, piece)
+                    self.copied += len(piece)
+                    left -= len(piece)
+            finally:
+                os.close(out)
+        finally:
+            os.close(fd)
+
     def save_log(self, chunks: Iterable[bytes], dest: Path, share: float = 0.125) -> None:
         """Write a log stream keeping its head and its tail (at most `share` of the byte cap), marking any cut."""
         cap = max(BLOCK, int(self.limits.max_bytes * share))
