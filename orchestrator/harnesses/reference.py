@@ -25,6 +25,11 @@ MODES: dict[str, str] = {
     "lost_ownership": "the first model call is owned by no invocation",
     "wrong_answer_report": "report a final answer the model never gave",
     "duplicate_attempt": "report the first failed model call twice",
+    # Hostile modes (tests/integration/test_hostile_collect.py): attacks on collection and the proxy.
+    "hostile-files": "leave links, `..` loops, a FIFO and a device in native/ and markers",
+    "hostile-sparse": "leave a 100 GiB sparse file before the rollout in native/",
+    "hostile-marker": "make each marker a FIFO or a link to /dev/zero",
+    "hostile-deep-body": "send one request nested 3000 levels deep first",
 }
 PROTOCOLS = ("chat", "responses", "messages")
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}

@@ -13,10 +13,13 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
+from probe_reference import hostile
 from probe_reference.progress import say
 from probe_reference.rollout import ModelCall, Rollout
+from probe_reference.tools import ToolResult
 
 Transform = Callable[[Rollout], Rollout]
 
@@ -149,6 +152,9 @@ class Mode:
     summary: str
     transform: Transform = unchanged
     before_first_call: Callable[[], None] | None = None
+    # Hostile modes (hostile.py): after the rollout is written, and in place of running a tool call.
+    after_write: Callable[[Path], None] | None = None
+    run_tool: Callable[[str, str], ToolResult] | None = None
 
 
 MODES: dict[str, Mode] = {
@@ -170,7 +176,22 @@ MODES: dict[str, Mode] = {
         Mode("lost_ownership", "the first model call is owned by no invocation", lost_ownership),
         Mode("wrong_answer_report", "report a final answer the model never gave", wrong_answer_report),
         Mode("duplicate_attempt", "report the first failed model call twice", duplicate_attempt),
+        Mode(
+            "hostile-files",
+            "leave links, `..` loops, a FIFO and a device in native/ and markers",
+            after_write=hostile.plant_files,
+        ),
+        Mode(
+            "hostile-sparse",
+            "leave a 100 GiB sparse file before the rollout in native/",
+            after_write=hostile.plant_sparse,
+        ),
+        Mode("hostile-marker", "make each marker a FIFO or a link to /dev/zero", run_tool=hostile.marker_tool),
+        Mode(
+            "hostile-deep-body", "send one request nested 3000 levels deep first", before_first_call=hostile.deep_body
+        ),
     )
 }
 
-MISREPORTING = tuple(name for name in MODES if name not in ("honest", "hang"))
+MISREPORTING = tuple(name for name in MODES if name not in ("honest", "hang") and not name.startswith("hostile-"))
+HOSTILE = tuple(name for name in MODES if name.startswith("hostile-"))
