@@ -38,7 +38,7 @@ class HostileRun:
         return [(f["kind"], f["path"]) for f in self.result.get("collection", {}).get("findings", [])]
 
 
-def _run(mode: str, out: Path) -> HostileRun:
+def _run(mode: str, out: Path, scenario: str = "tool_success") -> HostileRun:
     # The CLI in a child of a small wrapper, so the peak RSS measured is the orchestrator's (and its children's).
     wrapper = (
         "import resource, subprocess, sys\n"
@@ -54,7 +54,7 @@ def _run(mode: str, out: Path) -> HostileRun:
         "-a",
         f"mode={mode}",
         "-s",
-        "tool_success",
+        scenario,
         "-o",
         str(out),
         "--timeout",
@@ -62,8 +62,9 @@ def _run(mode: str, out: Path) -> HostileRun:
     ]
     proc = subprocess.run([sys.executable, "-c", wrapper, *argv], capture_output=True, text=True, timeout=900)
     code, rss = (int(x) for x in proc.stdout.split())
-    result = load_json(out / "reference" / "tool_success" / "scenario_result.json", "scenario-result/v1")
-    return HostileRun(code, proc.stderr, rss, out, result)
+    result = load_json(out / "reference" / scenario / "scenario_result.json", "scenario-result/v1")
+    print(f"{mode}: exit {code}, peak RSS {rss} KiB, collected {result.get('collection', {}).get('bytes')} bytes")
+    return HostileRun(code, proc.stderr, rss, out / "reference" / scenario, result)
 
 
 def _assert_contained(run: HostileRun) -> None:
@@ -72,9 +73,9 @@ def _assert_contained(run: HostileRun) -> None:
     assert run.result["execution"]["status"] in ("exited", "timeout")
     assert run.code == 1, run.stderr[-3000:]
     assert run.peak_rss_kib < RSS_LIMIT_KIB, f"peak RSS {run.peak_rss_kib} KiB"
-    assert (run.out / "summary.json").is_file()
+    assert (run.out.parent.parent / "summary.json").is_file()
     used = 0
-    for folder, dirs, files in os.walk(run.out):
+    for folder, dirs, files in os.walk(run.out.parent.parent):
         for name in [*files, *dirs]:
             st = os.lstat(Path(folder) / name)
             assert stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode), f"{folder}/{name} is neither file nor folder"
@@ -82,9 +83,9 @@ def _assert_contained(run: HostileRun) -> None:
             if stat.S_ISREG(st.st_mode) and st.st_size < 64 << 20:
                 assert HOST_SECRET not in (Path(folder) / name).read_text(errors="replace"), f"{folder}/{name}"
     assert used < DISK_LIMIT, f"{used} bytes on disk"
-    witness = read_witness(run.out / "reference" / "tool_success" / "witness.jsonl")
+    witness = read_witness(run.out / "witness.jsonl")
     assert witness.events[-1]["event"] == "end"
-    run_id = load_json(run.out / "suite.json", "suite/v1")["run_id"]
+    run_id = load_json(run.out.parent.parent / "suite.json", "suite/v1")["run_id"]
     for kind in ("ps", "network", "volume"):
         assert labelled(kind, run_id) == [], f"docker {kind} still shows objects of run {run_id}"
 
@@ -107,7 +108,7 @@ def test_links_loops_fifos_and_devices_are_findings(images: Images, tmp_path: Pa
     ]:
         assert expected in found, sorted(found)
     assert "rollout" in run.result["inputs_unavailable"]
-    assert (run.out / "reference" / "tool_success" / "native" / ".probe-reference" / "rollout.real.json").is_file()
+    assert (run.out / "native" / ".probe-reference" / "rollout.real.json").is_file()
 
 
 def test_a_100_gib_sparse_file_is_not_copied(images: Images, tmp_path: Path) -> None:
@@ -118,11 +119,11 @@ def test_a_100_gib_sparse_file_is_not_copied(images: Images, tmp_path: Path) -> 
 
 
 def test_fifo_and_dev_zero_markers_do_not_stall_the_proxy(images: Images, tmp_path: Path) -> None:
-    run = _run("hostile-marker", tmp_path / "out")
+    run = _run("hostile-marker", tmp_path / "out", "parallel_tools")  # two calls: a FIFO, then /dev/zero
     _assert_contained(run)
     kinds = {k for k, p in run.findings if p.startswith("/probe/markers/")}
     assert {"fifo", "symlink"} <= kinds, run.findings
-    events = read_witness(run.out / "reference" / "tool_success" / "witness.jsonl").events
+    events = read_witness(run.out / "witness.jsonl").events
     markers = [e for e in events if e["event"] == "marker"]
     assert markers and all(not e.get("matches", False) for e in markers), json.dumps(markers)[:2000]
 
@@ -130,7 +131,7 @@ def test_fifo_and_dev_zero_markers_do_not_stall_the_proxy(images: Images, tmp_pa
 def test_a_3000_deep_request_body_is_a_violation(images: Images, tmp_path: Path) -> None:
     run = _run("hostile-deep-body", tmp_path / "out")
     _assert_contained(run)
-    events = read_witness(run.out / "reference" / "tool_success" / "witness.jsonl").events
+    events = read_witness(run.out / "witness.jsonl").events
     (violation,) = [e for e in events if e["event"] == "violation"]
     assert violation["code"] == "body_over_cap" and violation["size"] > 6000 and len(violation["sha256"]) == 64
     failed = {c["id"] for c in run.result["checks"] if c["status"] == "fail"}
