@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import shutil
+import os
+import stat
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +16,11 @@ from orchestrator import __version__
 from orchestrator.atif import ATIF_NAME, read_atif_rollout
 from orchestrator.episode import now_iso, write_json
 from orchestrator.evidence import Fault, FormatError, load_json, validate
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report import report_run
+from orchestrator.runtime.collect import Collection, Finding
 from orchestrator.scenarios import list_scenarios
 from orchestrator.suite import OutputExists
 from orchestrator.verdict import collect_evidence, judge, normalize_native, read_rollout, result_skeleton
@@ -42,6 +44,9 @@ _COPIED = (
 ROLLOUT_FORMATS = ("probe", "atif")
 
 
+MAX_SOURCE_FILES = 1_000_000
+
+
 class InputChanged(RuntimeError):
     """A source file changed while the audit read it: its verdicts would rest on nothing fixed."""
 
@@ -53,48 +58,82 @@ class AuditResult:
     exit_code: int
 
 
+def _is(path: Path, kind: int) -> bool:
+    """lstat-based: a link is never taken for what it points to."""
+    try:
+        return stat.S_IFMT(os.lstat(path).st_mode) == kind
+    except OSError:
+        return False
+
+
+def _dirs(folder: Path) -> list[Path]:
+    return [folder / n for n in sorted(os.listdir(folder)) if _is(folder / n, stat.S_IFDIR)]
+
+
 def find_episodes(source: Path) -> list[tuple[str, str, Path]]:
-    """(harness, scenario, dir) for every `<harness>/<scenario>/` holding a scenario.json and a witness."""
+    """(harness, scenario, dir) for every `<harness>/<scenario>/` holding a scenario.json and a witness.
+
+    Only real folders and files count: a link in the source tree is never followed.
+    """
     found = []
-    for scenario_file in sorted(source.glob("*/*/scenario.json")):
-        ep = scenario_file.parent
-        if (ep / "witness.jsonl").is_file() or (ep / "rollout.json").is_file():
-            found.append((ep.parent.name, ep.name, ep))
+    for h in _dirs(source):
+        for ep in _dirs(h):
+            if _is(ep / "scenario.json", stat.S_IFREG) and (
+                _is(ep / "witness.jsonl", stat.S_IFREG) or _is(ep / "rollout.json", stat.S_IFREG)
+            ):
+                found.append((h.name, ep.name, ep))
     return found
 
 
 def _hash_tree(root: Path) -> dict[str, str]:
+    """sha256 of every regular file below root (links and special files are named, never followed or read)."""
     digests = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
+    for folder, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in [*sorted(filenames), *(d for d in dirnames if not _is(Path(folder) / d, stat.S_IFDIR))]:
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode):
+                digests[rel] = f"not-a-file:{stat.S_IFMT(st.st_mode):o}"
+                continue
+            if len(digests) >= MAX_SOURCE_FILES:
+                raise FormatError(str(root), [Fault("$", f"more than {MAX_SOURCE_FILES} files; not an audit source")])
+            if st.st_size > MAX_FILE_BYTES:
+                # Hashing it would read it whole; its size and time still show a change.
+                digests[rel] = f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
+                continue
             h = hashlib.sha256()
-            with path.open("rb") as f:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as f:
                 for chunk in iter(lambda: f.read(1 << 20), b""):
                     h.update(chunk)
-            digests[path.relative_to(root).as_posix()] = h.hexdigest()
-    return digests
+            digests[rel] = h.hexdigest()
+    return dict(sorted(digests.items()))
 
 
-def _copy(src: Path, dest: Path) -> None:
+def _copy(src: Path, dest: Path) -> Collection:
+    """The evidence, copied as a run collects it: regular files and folders only, under the same caps."""
     dest.mkdir(parents=True)
+    copied = Collection()
     for name in _COPIED:
-        s = src / name
-        if s.is_dir():
-            shutil.copytree(s, dest / name)
-        elif s.is_file():
-            shutil.copy2(s, dest / name)
+        copied.copy_tree(src / name, dest / name, name)
+    return copied
 
 
 def _suite(source: Path, episodes: list[tuple[str, str, Path]]) -> dict[str, Any]:
     path = RunPaths(source).suite
-    if path.is_file():
+    if os.path.lexists(path):
         suite: dict[str, Any] = load_json(path, "suite/v1")
         return suite
     # A bare collection of witness + rollout pairs: describe it as a run of its own.
     harnesses = sorted({h for h, _, _ in episodes})
     scenarios: dict[str, str] = {}
     for _, s, ep in episodes:
-        scenarios.setdefault(s, hashlib.sha256((ep / "scenario.json").read_bytes()).hexdigest())
+        try:
+            scenarios.setdefault(s, hashlib.sha256(read_bytes(ep / "scenario.json")).hexdigest())
+        except JsonFault as exc:
+            raise FormatError(str(ep / "scenario.json"), [Fault("$", str(exc))]) from None
     return {
         "schema": "suite/v1",
         "run_id": f"audit-{hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:12]}",
@@ -116,10 +155,14 @@ def _audit_episode(
     harness: Harness | None,
     rollout_format: str = "probe",
 ) -> dict[str, Any]:
-    _copy(src, dest.root)
+    copied = _copy(src, dest.root)
     old: dict[str, Any] | None = None
-    if (src / "scenario_result.json").is_file():
+    try:
         old = load_json(src / "scenario_result.json", "scenario-result/v1")
+    except FormatError as exc:
+        if _is(src / "scenario_result.json", stat.S_IFREG) or os.path.lexists(src / "scenario_result.json"):
+            # A saved result we cannot read is no reason not to re-check the evidence; it is named instead.
+            copied.note(Finding("special", "scenario_result.json", f"not used: {str(exc).splitlines()[-1].strip()}"))
     execution = (
         old["execution"]
         if old
@@ -133,6 +176,10 @@ def _audit_episode(
         old["started_at"] if old else now_iso(),
         execution,
     )
+    # What the run could not collect is still a finding of the audit; then what the audit's copy met.
+    for f in (old or {}).get("collection", {}).get("findings", []):
+        copied.note(Finding(f["kind"], f["path"], f["reason"]))
+    result["collection"] = copied.to_json()
     try:
         scenario = load_json(dest.scenario, "probe-scenario/v1")
         if harness is not None:
@@ -161,6 +208,31 @@ def _audit_episode(
     return result
 
 
+def _audit_or_error(
+    harness_name: str,
+    scenario_name: str,
+    src: Path,
+    dest: EpisodePaths,
+    suite: dict[str, Any],
+    harness: Harness | None,
+    rollout_format: str,
+) -> dict[str, Any]:
+    """One episode's audit; anything it raises becomes that episode's `error`, with the traceback beside it."""
+    try:
+        return _audit_episode(harness_name, scenario_name, src, dest, suite, harness, rollout_format)
+    except Exception as exc:
+        dest.root.mkdir(parents=True, exist_ok=True)
+        (dest.root / "audit-error.txt").write_text(traceback.format_exc())
+        execution = {"status": "error", "exit_code": None, "seconds": 0.0, "timeout_seconds": 0.0}
+        execution["error"] = f"audit failed: {type(exc).__name__}: {str(exc)[:500]}"
+        result = result_skeleton(
+            harness_name, scenario_name, suite["run_id"], f"audit-{harness_name}-{scenario_name}", now_iso(), execution
+        )
+        result["finished_at"] = now_iso()
+        write_json(dest.result, result)
+        return result
+
+
 def audit(source: Path, output: Path, harness: Harness | None = None, rollout_format: str = "probe") -> AuditResult:
     """Re-check every saved episode under `source` into the new directory `output`, then write the reports.
 
@@ -185,21 +257,22 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
         if harness is not None and harness.name != h:
             log.warning("episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name)
         log.info("auditing", harness=h, scenario=s)
-        results.append(_audit_episode(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format))
+        results.append(_audit_or_error(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format))
     after = _hash_tree(source)
     if before != after:
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         raise InputChanged(f"input files changed during the audit: {', '.join(changed[:10])}")
     old_summary = source / "summary.json"
-    if old_summary.is_file():
-        full_suite = bool(json.loads(old_summary.read_text()).get("full_suite"))
+    if os.path.lexists(old_summary):
+        full_suite = bool(load_json(old_summary, "probe-summary/v1")["full_suite"])
     else:
         full_suite = {s for _, s, _ in episodes} >= {s.name for s in list_scenarios()}
     record = {
         "schema": "audit/v1",
         "source": str(source.resolve()),
         "harness": harness.name if harness else None,
-        "inputs": before,
+        # Only files read are listed by hash; links and special files (never read) only guard against change.
+        "inputs": {k: v for k, v in before.items() if len(v) == 64},
         **({"rollout_format": rollout_format} if rollout_format != "probe" else {}),
     }
     validate(record, "audit/v1", "audit.json")

@@ -21,6 +21,7 @@ from orchestrator.images import BuiltImage
 from orchestrator.paths import EpisodePaths
 from orchestrator.resources import build_info
 from orchestrator.runtime import ContainerHandle, ContainerSpec, PodRuntime, PodSpec, create_labels
+from orchestrator.runtime.collect import Collection, CollectLimits
 from orchestrator.scenarios import Scenario
 from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
 
@@ -43,7 +44,7 @@ def now_iso() -> str:
 def write_json(path: Path, data: Any) -> None:
     """Atomic: a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
     os.replace(tmp, path)
 
 
@@ -81,6 +82,7 @@ def run_episode(
     paths: EpisodePaths,
     run_id: str,
     timeout: float,
+    limits: CollectLimits | None = None,
 ) -> dict[str, Any]:
     """Run, collect, normalize, check; returns the scenario_result it wrote. Never raises for harness faults."""
     paths.root.mkdir(parents=True, exist_ok=False)
@@ -119,6 +121,7 @@ def run_episode(
         },
         "scenario_sha256": scenario.sha256,
     }
+    collection: Collection | None = None
     labels = create_labels(run_id, episode=episode_id, harness=harness.name, scenario=scenario.name)
     pod_spec = PodSpec(
         name=episode_id,
@@ -183,21 +186,25 @@ def run_episode(
                 else:
                     execution.update(status="exited", exit_code=code)
                 log.info("collecting", harness=harness.name, scenario=scenario.name)
-                paths.harness_log.write_bytes(hc.logs())
+                # Everything copied out from here on draws on one budget; what the harness left that cannot be
+                # copied safely (links, devices, over-cap files) becomes a finding.
+                collection = Collection(limits or CollectLimits())
+                hc.save_logs(paths.harness_log, collection)
                 paths.native.mkdir()
                 # Before the proxy stops: it holds the harness's writable paths, where the native logs are.
                 for native in harness.native_paths:
-                    hc.copy_out(native, paths.native)
+                    hc.copy_out(native, paths.native, collection)
             except Exception:
-                _collect_proxy(proxy, paths, ctx)
+                collection = collection or Collection(limits or CollectLimits())
+                _collect_proxy(proxy, paths, ctx, collection)
                 raise
             # Not on an interrupt: then the pod is removed at once and the run leaves no summary.
-            _collect_proxy(proxy, paths, ctx)
+            _collect_proxy(proxy, paths, ctx, collection)
     except Exception as exc:
         execution.update(status="error", error=f"{type(exc).__name__}: {exc}")
         (paths.root / "episode-error.txt").write_text(traceback.format_exc())
         log.error("episode could not run", error=str(exc))
-    return _finish(paths, harness, scenario, run_id, episode_id, started, execution, True)
+    return _finish(paths, harness, scenario, run_id, episode_id, started, execution, True, collection)
 
 
 def _write_runtime(paths: EpisodePaths, doc: dict[str, Any]) -> None:
@@ -205,12 +212,12 @@ def _write_runtime(paths: EpisodePaths, doc: dict[str, Any]) -> None:
     write_json(paths.runtime, doc)
 
 
-def _collect_proxy(proxy: ContainerHandle, paths: EpisodePaths, ctx: LaunchContext) -> None:
+def _collect_proxy(proxy: ContainerHandle, paths: EpisodePaths, ctx: LaunchContext, collection: Collection) -> None:
     # A clean stop lets the addon write its `end` event before we copy the witness out.
     proxy.stop(PROXY_STOP_SECONDS)
-    paths.proxy_log.write_bytes(proxy.logs())
-    proxy.copy_out("/probe/witness/witness.jsonl", paths.root)
-    proxy.copy_out(ctx.markers, paths.root)
+    proxy.save_logs(paths.proxy_log, collection)
+    proxy.copy_out("/probe/witness/witness.jsonl", paths.root, collection)
+    proxy.copy_out(ctx.markers, paths.root, collection)
 
 
 def _finish(
@@ -222,16 +229,28 @@ def _finish(
     started: str,
     execution: dict[str, Any],
     ran: bool | None,
+    collection: Collection | None = None,
 ) -> dict[str, Any]:
     result = result_skeleton(harness.name, scenario.name, run_id, episode_id, started, execution)
-    if ran:
-        # A timed-out or crashed harness still has whatever it logged checked (execution apart from evidence).
-        rollout, result["normalize"] = normalize_native(harness, paths.native)
-        if rollout is not None:
-            write_json(paths.rollout, rollout)
-        ev = collect_evidence(scenario.data, paths, rollout, result["normalize"]["message"])
-        judge(result, scenario.data, ev)
-    result["finished_at"] = now_iso()
-    validate(result, "scenario-result/v1", "scenario_result")
+    if collection is not None:
+        result["collection"] = collection.to_json()
+    try:
+        if ran:
+            # A timed-out or crashed harness still has whatever it logged checked (execution apart from evidence).
+            rollout, result["normalize"] = normalize_native(harness, paths.native)
+            if rollout is not None:
+                write_json(paths.rollout, rollout)
+            ev = collect_evidence(scenario.data, paths, rollout, result["normalize"]["message"])
+            judge(result, scenario.data, ev)
+        result["finished_at"] = now_iso()
+        validate(result, "scenario-result/v1", "scenario_result")
+    except Exception as exc:  # RecursionError included: this episode is an error, the run goes on
+        (paths.root / "check-error.txt").write_text(traceback.format_exc())
+        log.error("episode could not be checked", error=f"{type(exc).__name__}: {exc}"[:500])
+        failed = {**execution, "status": "error", "error": f"checking failed: {type(exc).__name__}: {str(exc)[:500]}"}
+        result = result_skeleton(harness.name, scenario.name, run_id, episode_id, started, failed)
+        if collection is not None:
+            result["collection"] = collection.to_json()
+        result["finished_at"] = now_iso()
     write_json(paths.result, result)
     return result

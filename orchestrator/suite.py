@@ -6,6 +6,7 @@ import hashlib
 import secrets
 import shlex
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,11 +21,13 @@ from orchestrator.episode import EpisodeImages, now_iso, run_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
-from orchestrator.paths import RunPaths
+from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report import report_run
 from orchestrator.resources import input_key, scenario_schema_path
 from orchestrator.runtime import ContainerSpec, Engine, PodRuntime, create_labels, deferred_interrupts
+from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
+from orchestrator.verdict import result_skeleton
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +51,7 @@ class RunConfig:
     output: Path
     timeout: float = 300.0
     build: BuildOptions = field(default_factory=BuildOptions)
+    collect: CollectLimits = field(default_factory=CollectLimits)
 
 
 @dataclass
@@ -114,6 +118,18 @@ def _builder(engine: PodRuntime, cfg: RunConfig, on_line: Callable[[str], None] 
     if not isinstance(engine, Engine):
         raise BuildError(f"the {engine.name} runtime cannot build images: give it exported image archives")
     return ImageBuilder(engine, cfg.build, on_line=on_line)
+
+
+def _episode_crashed(paths: EpisodePaths, harness: str, scenario: str, run_id: str, exc: Exception) -> dict[str, Any]:
+    paths.root.mkdir(parents=True, exist_ok=True)
+    (paths.root / "episode-error.txt").write_text(traceback.format_exc())
+    log.error("episode crashed", harness=harness, scenario=scenario, error=f"{type(exc).__name__}: {exc}"[:500])
+    execution = {"status": "error", "exit_code": None, "seconds": 0.0, "timeout_seconds": 0.0}
+    execution["error"] = f"episode crashed: {type(exc).__name__}: {str(exc)[:500]}"
+    result = result_skeleton(harness, scenario, run_id, f"hp-{run_id}-crashed", now_iso(), execution)
+    result["finished_at"] = now_iso()
+    write_json(paths.result, result)
+    return result
 
 
 def run_suite(
@@ -195,7 +211,12 @@ def _run(
             if on_episode:
                 on_episode(h.name, s.name, None)
             log.info("episode", harness=h.name, scenario=s.name, run_id=run_id)
-            result = run_episode(engine, h, s, images, out.episode(h.name, s.name), run_id, cfg.timeout)
+            try:
+                result = run_episode(
+                    engine, h, s, images, out.episode(h.name, s.name), run_id, cfg.timeout, cfg.collect
+                )
+            except Exception as exc:  # one episode never takes the run down: it is that episode's error
+                result = _episode_crashed(out.episode(h.name, s.name), h.name, s.name, run_id, exc)
             results.append(result)
             if on_episode:
                 on_episode(h.name, s.name, result)

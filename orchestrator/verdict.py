@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,34 +9,42 @@ import structlog
 
 from orchestrator.checks import PROFILE, Evidence, Status, gate, read_witness, run_checks, scope_of
 from orchestrator.evidence import FormatError
+from orchestrator.evidence.jsonread import JsonFault, read_bytes, read_json
 from orchestrator.harnesses import Harness, NormalizeError
+from orchestrator.harnesses.isolated import NormalizeBudget, normalize_isolated
 from orchestrator.paths import EpisodePaths
 
 log = structlog.get_logger(__name__)
 
+MAX_MARKERS = 10_000
+MARKER_BYTES = 64 * 1024
+
 __all__ = ["collect_evidence", "judge", "normalize_native"]
 
 
-def normalize_native(harness: Harness, native: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """native/ -> rollout dict and the normalize record. A schema-invalid rollout is kept: the checks judge it."""
+def normalize_native(
+    harness: Harness, native: Path, budget: NormalizeBudget | None = None
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """native/ -> rollout dict and the normalize record. A schema-invalid rollout is kept: the checks judge it.
+
+    The normalizer runs in a child process under a time and memory budget: it reads what the harness wrote.
+    """
     if not native.is_dir():
         return None, {"status": "error", "message": "no native logs were collected"}
     try:
-        rollout = harness.normalize(native)
+        rollout = normalize_isolated(harness, native, budget)
     except NormalizeError as exc:
         return None, {"status": "error", "message": str(exc)}
-    except Exception as exc:  # a normalizer bug is reported for this episode, not a crash of the run
-        return None, {"status": "error", "message": f"normalizer crashed: {type(exc).__name__}: {exc}"}
     return rollout, {"status": "ok", "message": None}
 
 
 def read_rollout(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    if not path.is_file():
-        return None, f"{path.name} does not exist"
     try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, f"{path.name} is not JSON: {exc}"
+        data = read_json(path)
+    except FileNotFoundError:
+        return None, f"{path.name} does not exist"
+    except JsonFault as exc:
+        return None, str(exc)
     if not isinstance(data, dict):
         return None, f"{path.name} is not a JSON object"
     return data, None
@@ -53,9 +60,20 @@ def collect_evidence(
         ev.witness = read_witness(paths.witness)
     except FormatError as exc:
         ev.errors["witness"] = str(exc)
-    if paths.markers.is_dir():
-        ev.markers = {p.name: p.read_text(errors="replace") for p in sorted(paths.markers.iterdir()) if p.is_file()}
+    if paths.markers.is_dir() and not paths.markers.is_symlink():
+        ev.markers = _markers(paths.markers)
     return ev
+
+
+def _markers(folder: Path) -> dict[str, str]:
+    # Only regular files, never through a link, each read up to a cap: an audited folder may hold anything.
+    out = {}
+    for p in sorted(folder.iterdir())[:MAX_MARKERS]:
+        try:
+            out[p.name] = read_bytes(p, MARKER_BYTES).decode(errors="replace")
+        except (OSError, JsonFault):
+            continue
+    return out
 
 
 def judge(result: dict[str, Any], scenario: dict[str, Any], ev: Evidence) -> dict[str, Any]:

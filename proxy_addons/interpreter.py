@@ -8,13 +8,13 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from proxy_addons import sse, wire
 from proxy_addons.chat import ChatCodec
 from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool
 from proxy_addons.delivery_keystrokes import delivery_for
+from proxy_addons.limits import body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import (
     Codec,
@@ -59,6 +59,7 @@ VIOLATION_STATUS: dict[str, int] = {
     "tool_not_executed": 409,
     "script_exhausted": 409,
     "internal_error": 500,
+    "body_over_cap": 413,
 }
 
 CODECS: dict[str, Codec] = {codec.protocol: codec for codec in (ChatCodec(), ResponsesCodec(), MessagesCodec())}
@@ -140,19 +141,6 @@ def parse_json_body(body: bytes) -> Any:
     return json.loads(body, parse_constant=_no_constants)
 
 
-def check_marker(path: str, token: str) -> tuple[bool, bool]:
-    """(present, content equals token) for a marker file."""
-    marker = Path(path)
-    try:
-        content = marker.read_bytes()
-    except FileNotFoundError:
-        return (False, False)
-    except OSError:
-        # Present (we could stat it) but unreadable: it cannot prove the token.
-        return (marker.exists(), False)
-    return (True, content == token.encode("utf-8"))
-
-
 def format_seconds(value: float) -> str:
     """Retry-After value: `0`, `2`, `1.5`."""
     return str(int(value)) if float(value).is_integer() else repr(float(value))
@@ -215,6 +203,12 @@ class Interpreter:
         """Answer one request; failures become a recorded 500 (only unrecordable ones escape)."""
         attempt = _Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
         self._attempts += 1
+        wire_body = request.body if request.raw_body is None else request.raw_body
+        over = body_over_cap(request.body) or (body_over_cap(wire_body) if wire_body is not request.body else None)
+        if over is not None:
+            # Neither parsed nor kept: the witness gets its size and hash, so no reader of it can be sunk by it.
+            extra = {"size": len(wire_body), "sha256": sha256_hex(wire_body)}
+            return self._reject(attempt, "body_over_cap", over, extra)
         try:
             attempt.parsed = parse_json_body(request.body)
         except (ValueError, RecursionError):
@@ -663,7 +657,9 @@ class Interpreter:
         self._record_attempt(attempt, kind="auxiliary", status=status, response=body)
         return OutgoingResponse(status, dict(JSON_HEADERS), _json_bytes(body))
 
-    def _reject(self, attempt: _Attempt, code: str, detail: str) -> OutgoingResponse:
+    def _reject(
+        self, attempt: _Attempt, code: str, detail: str, extra: Mapping[str, Any] | None = None
+    ) -> OutgoingResponse:
         status = VIOLATION_STATUS[code]
         codec = CODECS.get(attempt.protocol) if attempt.protocol is not None else None
         if codec is not None:
@@ -671,7 +667,9 @@ class Interpreter:
         else:
             body = {"error": {"message": detail, "type": PROTOCOL_ERROR_TYPE, "code": code}}
         logger.warning("%s rejected (%s): %s", attempt.attempt_id, code, detail)
-        self.recorder.write("violation", {"attempt_id": attempt.attempt_id, "code": code, "detail": detail})
+        self.recorder.write(
+            "violation", {"attempt_id": attempt.attempt_id, "code": code, "detail": detail, **(extra or {})}
+        )
         self._record_attempt(attempt, kind="rejected", status=status, response=body)
         return OutgoingResponse(status, dict(JSON_HEADERS), _json_bytes(body))
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.evidence import Fault, FormatError, faults, fragment_faults
+from orchestrator.evidence.jsonread import JsonFault, loads, read_bytes
 
 __all__ = ["Evidence", "Witness", "read_witness", "scope_of"]
 
@@ -85,17 +85,21 @@ class Witness:
 
 def read_witness(path: Path) -> Witness:
     """Parse and validate witness.jsonl line by line; every fault is named `line N: $.path`."""
-    if not path.is_file():
-        raise FormatError(str(path), [Fault("$", "file does not exist")])
+    try:
+        raw = read_bytes(path)
+    except FileNotFoundError:
+        raise FormatError(str(path), [Fault("$", "file does not exist")]) from None
+    except JsonFault as exc:
+        raise FormatError(str(path), [Fault("$", str(exc))]) from None
     events: list[dict[str, Any]] = []
     found: list[Fault] = []
-    for n, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+    for n, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError as exc:
-            found.append(Fault(f"line {n}: $", f"not JSON: {exc}"))
+            event = loads(line)
+        except JsonFault as exc:
+            found.append(Fault(f"line {n}: $", str(exc)))
             continue
         # Validating against the one branch the line's `event` names (rather than trying every branch of the
         # oneOf) gives the same verdict with clearer faults, at a fraction of the cost on large witnesses.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import tempfile
+import traceback
 from typing import Annotated
 
 import click
@@ -80,4 +82,18 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)
+    except Exception as exc:  # a crash is an execution error (2), never "a check failed" (1)
+        saved = _save_traceback()
+        print(f"harness-probe: internal error: {type(exc).__name__}: {str(exc)[:500]}{saved}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _save_traceback() -> str:
+    # The traceback goes to a file, named in the one-line message, so stderr stays readable.
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="harness-probe-crash-", suffix=".txt", delete=False) as f:
+            f.write(traceback.format_exc())
+        return f" (traceback: {f.name})"
+    except OSError:
+        return ""

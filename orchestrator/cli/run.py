@@ -14,6 +14,7 @@ from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, bu
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses import Harness, get_harness
 from orchestrator.images import BuildError
+from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios, load_scenario
 from orchestrator.suite import EXIT_ERROR, OutputExists, RunConfig, SuiteResult, run_suite
 
@@ -55,6 +56,15 @@ def run(
     timeout: Annotated[
         float, typer.Option("--timeout", min=1, help="Seconds the harness may run before it is killed.")
     ] = 300.0,
+    collect_max_bytes: Annotated[
+        int, typer.Option("--collect-max-bytes", min=0, help="Bytes copied out per episode (logs, native, markers).")
+    ] = CollectLimits.max_bytes,
+    collect_max_files: Annotated[
+        int, typer.Option("--collect-max-files", min=0, help="Files copied out per episode.")
+    ] = CollectLimits.max_files,
+    collect_timeout: Annotated[
+        float, typer.Option("--collect-timeout", min=1, help="Seconds the copying out of one episode may take.")
+    ] = CollectLimits.seconds,
     extra_ca: ExtraCa = None,
     rebuild: Rebuild = False,
     runtime: Runtime = None,
@@ -73,7 +83,8 @@ def run(
         raise _fail(f"output directory {output} already exists; choose a new one (results are never mixed)")
     engine = connect(runtime, image_archives)
     console = Console(stderr=True)
-    cfg = RunConfig(harnesses, scenarios, output, timeout, build_options(extra_ca, rebuild))
+    limits = CollectLimits(collect_max_bytes, collect_max_files, collect_timeout)
+    cfg = RunConfig(harnesses, scenarios, output, timeout, build_options(extra_ca, rebuild), limits)
 
     def on_episode(h: str, s: str, result: dict[str, Any] | None) -> None:
         if result is not None:

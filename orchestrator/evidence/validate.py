@@ -11,6 +11,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from orchestrator.evidence.jsonread import JsonFault, read_json
 from orchestrator.resources import scenario_schema_path, schemas_dir
 
 SCHEMA_DIR = schemas_dir()
@@ -140,10 +141,10 @@ def validate(instance: Any, fmt: str, what: str | None = None) -> None:
 def load_json(path: Path, fmt: str) -> Any:
     """Read and validate a JSON file; a parse error is a FormatError too, never a traceback."""
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)
     except FileNotFoundError:
         raise FormatError(str(path), [Fault("$", "file does not exist")]) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FormatError(str(path), [Fault("$", f"not JSON: {exc}")]) from None
+    except JsonFault as exc:
+        raise FormatError(str(path), [Fault("$", str(exc))]) from None
     validate(data, fmt, str(path))
     return data

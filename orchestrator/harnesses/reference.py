@@ -29,12 +29,17 @@ MODES: dict[str, str] = {
     "hostile-cpu": "burn every CPU until killed",
     "hostile-fork": "fork until the pids limit stops it",
     "hostile-version": "a --version that never ends (then the task, honestly)",
+    # Hostile modes (tests/integration/test_hostile_collect.py): attacks on collection and the proxy.
+    "hostile-files": "leave links, `..` loops, a FIFO and a device in native/ and markers",
+    "hostile-sparse": "leave a 100 GiB sparse file before the rollout in native/",
+    "hostile-marker": "make each marker a FIFO or a link to /dev/zero",
+    "hostile-deep-body": "send one request nested 3000 levels deep first",
 }
 PROTOCOLS = ("chat", "responses", "messages")
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 # Per HTTP request: a withheld reply makes the SDK give up and retry well within the episode.
 REQUEST_TIMEOUT_S = 15
-TARGETS_ENV = "PROBE_HOSTILE_TARGETS"  # images/reference/probe_reference/hostile.py
+TARGETS_ENV = "PROBE_HOSTILE_TARGETS"  # images/reference/probe_reference/hostile_sandbox.py
 
 
 class ReferenceHarness(Harness):

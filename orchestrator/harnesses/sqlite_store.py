@@ -1,35 +1,82 @@
-"""Reading a harness's SQLite store from collected evidence without ever writing to the evidence."""
+"""Reading a harness's SQLite store from collected evidence without ever writing to the evidence, with a deadline."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
+import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
 from orchestrator.harnesses.base import NormalizeError
 
-__all__ = ["readonly_copy"]
+__all__ = ["QUERY_SECONDS", "readonly_copy"]
+
+QUERY_SECONDS = 30.0  # everything a normalizer asks of one store; real ones answer in milliseconds
+_MAX_VALUE_BYTES = 64 * 1024 * 1024
+_PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
 
 
 @contextmanager
-def readonly_copy(folder: Path, db_name: str) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to a copy of `folder/db_name` (with its -wal and -shm), checked for corruption."""
+def readonly_copy(
+    folder: Path, db_name: str, tables: tuple[str, ...] = (), seconds: float = QUERY_SECONDS
+) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to a copy of `folder/db_name` (with its -wal and -shm), checked for corruption.
+
+    The harness wrote this file: every name in `tables` must be a plain table (a view named like one could run
+    an endless recursive query), and every statement on the connection is interrupted at the deadline.
+    """
     # A copy, so nothing (not even SQLite's WAL recovery writing -shm) touches the collected evidence.
     with tempfile.TemporaryDirectory(prefix="probe-sqlite-") as tmp:
         for name in (db_name, f"{db_name}-wal", f"{db_name}-shm"):
-            if (folder / name).is_file():
-                shutil.copyfile(folder / name, Path(tmp) / name)
+            _copy_regular(folder / name, Path(tmp) / name, db_name)
         uri = (Path(tmp) / db_name).as_uri() + "?mode=ro"
+        deadline = time.monotonic() + seconds
         try:
             with closing(sqlite3.connect(uri, uri=True)) as conn:
+                # Read-only: triggers cannot fire. Views and generated columns may only call harmless functions.
+                conn.execute("PRAGMA trusted_schema = OFF")
+                conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES)
+                conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
                 conn.row_factory = sqlite3.Row
                 verdict = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
                 if verdict != ["ok"]:
                     raise NormalizeError(f"{db_name} is corrupt: {'; '.join(verdict[:3])}")
+                _plain_tables(conn, db_name, tables)
                 yield conn
+        except sqlite3.OperationalError as exc:
+            if time.monotonic() > deadline:
+                raise NormalizeError(f"{db_name}: reading it took longer than {seconds:g}s (interrupted)") from None
+            raise NormalizeError(f"{db_name} is unreadable: {exc}") from None
         except sqlite3.DatabaseError as exc:
             # Truncated files, garbage, or a schema without the tables/columns the normalizer reads.
             raise NormalizeError(f"{db_name} is unreadable: {exc}") from None
+
+
+def _copy_regular(src: Path, dest: Path, db_name: str) -> None:
+    """Copy src if it is a regular file (not a link, FIFO or device); absent is fine."""
+    try:
+        st = os.lstat(src)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise NormalizeError(f"{db_name}: {src.name} is not a regular file")
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f_in, dest.open("wb") as f_out:
+        shutil.copyfileobj(f_in, f_out)
+
+
+def _plain_tables(conn: sqlite3.Connection, db_name: str, tables: tuple[str, ...]) -> None:
+    for table in tables:
+        row = conn.execute("SELECT type, sql FROM sqlite_schema WHERE name = ? COLLATE NOCASE", (table,)).fetchone()
+        if row is None:
+            continue  # the normalizer's own query names what is missing
+        kind, sql = str(row[0]), str(row[1] or "")
+        if kind != "table":
+            raise NormalizeError(f"{db_name}: `{table}` is a {kind}, not a table; refused (it could run any query)")
+        if sql.lstrip().upper().startswith("CREATE VIRTUAL"):
+            raise NormalizeError(f"{db_name}: `{table}` is a virtual table, not a table; refused")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from orchestrator.evidence import load_json
+from orchestrator.evidence.jsonread import read_json
 from orchestrator.report.markdown import _check_table, _scenario_table, md
 from orchestrator.report.results_notes import MATRIX_NOTES
 from orchestrator.report.table import LEGEND, SYMBOLS, harness_tables
@@ -55,15 +56,15 @@ FINDINGS: dict[str, str] = {
 
 def _runtime(run_dir: Path, harness: str) -> dict[str, Any] | None:
     for path in sorted(run_dir.glob(f"{harness}/**/runtime.json")):
-        data: dict[str, Any] = json.loads(path.read_text())
+        data: dict[str, Any] = read_json(path)
         return data
     return None
 
 
 def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
     """The page for `harness` from the run in `run_dir`; `regenerate` is the command that rewrites it."""
-    summary = json.loads((run_dir / "summary.json").read_text())
-    suite = json.loads((run_dir / "suite.json").read_text())
+    summary = load_json(run_dir / "summary.json", "probe-summary/v1")
+    suite = load_json(run_dir / "suite.json", "suite/v1")
     tables = [t for t in harness_tables(summary) if t.name == harness]
     if not tables:
         raise ValueError(f"the run in {run_dir} has no results for harness {harness!r}")

@@ -9,14 +9,12 @@ delegation, size caps on the writable paths) is stated in `limits()`, never assu
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
@@ -37,6 +35,7 @@ from orchestrator.runtime.apptainer_cmd import (
     sif_name,
 )
 from orchestrator.runtime.apptainer_pods import cleanup_apptainer_pods, write_pod_file
+from orchestrator.runtime.collect import Collection
 from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST, PodSpec
 from orchestrator.runtime.spec import ContainerSpec
 
@@ -144,19 +143,23 @@ class ApptainerProcess:
                 return m.host / p.relative_to(base)
         return None
 
-    def copy_out(self, path: str, dest: Path) -> bool:
-        """Like `docker cp`: `path` lands below dest under its own name. Links and special files are archived as
-        what they are (never followed), so the collector below refuses them as it does for Docker's archives."""
+    def save_logs(self, dest: Path, collection: Collection) -> None:
+        self._log.file.flush()
+
+        def chunks() -> Iterator[bytes]:
+            with self._log.path.open("rb") as f:
+                while chunk := f.read(1 << 16):
+                    yield chunk
+
+        collection.save_log(chunks(), dest)
+
+    def copy_out(self, path: str, dest: Path, collection: Collection) -> bool:
+        """Like `docker cp`: `path` lands below dest under its own name, copied as the archives of the other
+        runtimes are (regular files and folders only, never through a link, under the episode's caps)."""
         src = self.host_path(path)
         if src is None or not os.path.lexists(src):
             return False
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(src, arcname=PurePosixPath(path).name, recursive=True)
-        buf.seek(0)
-        dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=buf) as tar:
-            tar.extractall(dest, filter="data")
+        collection.copy_tree(src, dest / PurePosixPath(path).name, path)
         return True
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ import structlog
 from docker.models.containers import Container
 from docker.models.volumes import Volume
 
+from orchestrator.runtime.collect import Collection
 from orchestrator.runtime.docker_pod import DockerPod, docker_pod
 from orchestrator.runtime.interrupts import deferred_interrupts
 from orchestrator.runtime.pod import PodSpec
@@ -47,6 +48,9 @@ class EngineUnavailable(RuntimeError):
 
 class RunningContainer:
     """A created container: put files in, start, wait with a deadline, copy files out, always remove."""
+
+    # Podman 4.3 names the members of a volume mount point's archive '' and `/file` (Docker: `name/file`).
+    rooted_names = False
 
     def __init__(self, container: Container) -> None:
         self._c = container
@@ -134,18 +138,48 @@ class RunningContainer:
         if not self._c.put_archive(base, buf.getvalue()):
             raise RuntimeError(f"could not copy files into {self.name}")
 
-    def copy_out(self, path: str, dest: Path) -> bool:
-        """Copy a file or folder out of the container (running or stopped) below dest; False if absent."""
+    def copy_out(self, path: str, dest: Path, collection: Collection) -> bool:
+        """Copy a file or folder out of the container (running or stopped) below dest; False if absent.
+
+        The archive is streamed to disk under the episode's caps; links and special files are findings.
+        """
+        api: Any = self._c.client.api  # type: ignore[union-attr]
+        # identity: the raw tar, never a compressed stream whose size on disk we could not bound by what we read.
+        res = api._get(
+            api._url("/containers/{0}/archive", self.id),
+            params={"path": path},
+            headers={"Accept-Encoding": "identity"},
+            stream=True,
+        )
         try:
-            stream, _stat = self._c.get_archive(path)
-        except docker.errors.NotFound:
-            return False
-        buf = io.BytesIO(b"".join(stream))
-        dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=buf) as tar:
-            members = [m for m in tar.getmembers() if _under_own_name(m, PurePosixPath(path).name)]
-            tar.extractall(dest, members=members, filter="data")
+            if res.status_code == 404:
+                return False
+            api._raise_for_status(res)
+            sock = api._get_raw_response_socket(res)
+            collection.extract(_timed_chunks(res, sock, collection), dest, path, rooted_names=self.rooted_names)
+        finally:
+            res.close()
         return True
+
+    def save_logs(self, dest: Path, collection: Collection) -> None:
+        """stdout + stderr to `dest`, head and tail kept under the episode's caps."""
+        api: Any = self._c.client.api  # type: ignore[union-attr]
+        try:
+            res = api._get(
+                api._url("/containers/{0}/logs", self.id),
+                params={"stdout": 1, "stderr": 1, "follow": 0, "timestamps": 0},
+                headers={"Accept-Encoding": "identity"},
+                stream=True,
+            )
+            api._raise_for_status(res)
+        except docker.errors.APIError as exc:
+            dest.write_text(f"[harness-probe: logs unavailable: {exc}]\n")
+            return
+        try:
+            sock = api._get_raw_response_socket(res)
+            collection.save_log(_demux(_timed_chunks(res, sock, collection)), dest)
+        finally:
+            res.close()
 
     def remove(self) -> None:
         # A container full of processes (a fork bomb) can outlast the engine's own kill wait: ask again.
@@ -184,6 +218,7 @@ class Engine:
         return cls(client)
 
     name = "docker"
+    rooted_archive_names = False  # see RunningContainer.rooted_names
     image_archives: Path | None = None  # builds from images/ itself
 
     def server_version(self) -> str:
@@ -294,7 +329,9 @@ class Engine:
                 **host_kwargs,
             ),
         )
-        return RunningContainer(self.client.containers.get(created["Id"]))
+        rc = RunningContainer(self.client.containers.get(created["Id"]))
+        rc.rooted_names = self.rooted_archive_names
+        return rc
 
     def import_command(self) -> list[str]:
         """The CLI that imports a root filesystem tar into this engine (bootstrapping the Debian root)."""
@@ -407,14 +444,41 @@ class Engine:
         return counts
 
 
-def _under_own_name(member: tarfile.TarInfo, name: str) -> bool:
-    """Docker archives a directory as `name/...`; Podman 4.3 archives a volume's mount point as '' and `/file`.
-    Both land below dest under `name`, as `docker cp` would put them; the empty root entry is dropped."""
-    if member.name in ("", "/", "."):
-        return False
-    if member.name.startswith("/"):
-        member.name = name + member.name
-    return True
+def _timed_chunks(res: Any, sock: Any, collection: Collection) -> Iterator[bytes]:
+    # The SDK disables the socket timeout on streams; every read here gets what is left of the deadline.
+    # Unix-socket and TLS responses wrap the socket differently; set the deadline on whichever can take it.
+    targets: list[Any] = [s for s in (sock, getattr(sock, "_sock", None)) if hasattr(s, "settimeout")]
+    while True:
+        for s in targets:
+            s.settimeout(max(0.05, collection.remaining_seconds()))
+        chunk = res.raw.read(1 << 16)
+        if not chunk:
+            return
+        yield bytes(chunk)
+
+
+def _demux(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The engine's multiplexed log stream (8-byte frame headers) as plain bytes, stdout and stderr in order."""
+    buf = bytearray()
+    framed = True
+    for chunk in chunks:
+        if not framed:
+            yield chunk
+            continue
+        buf += chunk
+        while len(buf) >= 8:
+            if buf[0] not in (0, 1, 2) or buf[1:4] != b"\0\0\0":
+                framed = False  # a TTY container's logs are not framed
+                yield bytes(buf)
+                buf.clear()
+                break
+            size = int.from_bytes(buf[4:8], "big")
+            if len(buf) < 8 + size:
+                break
+            yield bytes(buf[8 : 8 + size])
+            del buf[: 8 + size]
+    if buf:
+        yield bytes(buf)
 
 
 def _retry_remove(fn: Any, what: str) -> None:

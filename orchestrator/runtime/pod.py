@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from orchestrator.runtime.collect import Collection
 from orchestrator.runtime.spec import ContainerSpec
 
 __all__ = ["LOOPBACK", "PROVIDER_HOST", "ContainerHandle", "Pod", "PodRuntime", "PodSpec"]
@@ -53,7 +54,14 @@ class ContainerHandle(Protocol):
 
     def logs(self) -> bytes: ...
 
-    def copy_out(self, path: str, dest: Path) -> bool: ...
+    def save_logs(self, dest: Path, collection: Collection) -> None:
+        """stdout + stderr to `dest`, head and tail kept under the episode's caps."""
+        ...
+
+    def copy_out(self, path: str, dest: Path, collection: Collection) -> bool:
+        """`path` (file or folder) below `dest` under its own name, within the caps; False if absent. Links and
+        special files are not copied but recorded as findings."""
+        ...
 
 
 class Pod(Protocol):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.runtime import ContainerSpec, Engine, PodSpec, create_labels
+from orchestrator.runtime.collect import Collection
 from orchestrator.scenarios import load_scenario
 from tests.integration.conftest import Images, labelled
 
@@ -56,7 +57,7 @@ def test_lookups_of_other_names_are_refused_and_witnessed(engine: Engine, images
         assert pod.harness.wait(60) == 0
         out = dict(line.split(" ", 1) for line in pod.harness.logs().decode().strip().splitlines())
         pod.proxy.stop(10)
-        pod.proxy.copy_out("/probe/witness/witness.jsonl", tmp_path)
+        pod.proxy.copy_out("/probe/witness/witness.jsonl", tmp_path, Collection())
     assert out["provider"] == "127.0.0.1"
     assert out["telemetry.example.com"] == "gaierror"
     events = [json.loads(line) for line in (tmp_path / "witness.jsonl").read_text().splitlines()]

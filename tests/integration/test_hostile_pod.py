@@ -1,6 +1,6 @@
 """Hostile harnesses against the pod and its limits, through real runs: nothing escapes, nothing hangs, nothing leaks.
 
-The reference harness's `hostile-*` modes attack on purpose (images/reference/probe_reference/hostile.py).
+The reference harness's `hostile-*` modes attack on purpose (images/reference/probe_reference/hostile_sandbox.py).
 No test sends traffic anywhere but loopback: in the pod a connect to any other address has no route.
 """
 

@@ -70,6 +70,8 @@ def run(config: Config) -> int:
         with shielded():
             rollout = mode.transform(session.to_rollout())
             write_atomic(config.rollout_path, rollout)
+            if mode.after_write is not None:
+                mode.after_write(config.rollout_path)
         say(f"rollout written to {config.rollout_path} (outcome {rollout['outcome']['status']})")
     return exit_code
 
@@ -141,7 +143,7 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
                 return EXIT_OK
             for call in reply.tool_calls:
                 say(f"step {step_no}: running {call.tool_name} call {call.tool_call_id}")
-                result = execute(call.tool_name, call.raw_arguments)
+                result = (mode.run_tool or execute)(call.tool_name, call.raw_arguments)
                 say(f"step {step_no}: {call.tool_call_id} exited {result.exit_code} ({result.status})")
                 session.add_tool_result(step_no, call, result)
                 dialog.add_tool_result(call, result.output)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from probe_reference import __version__
 from probe_reference.agent import STREAM_RETRIES, Config, run
-from probe_reference.hostile import version_forever
+from probe_reference.hostile_sandbox import version_forever
 from probe_reference.interrupts import sigterm_raises
 from probe_reference.modes import MODES
 from probe_reference.rollout import PROTOCOLS

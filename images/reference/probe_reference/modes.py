@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from probe_reference.hostile import burn_cpu, escape_attempts, fork_bomb
+from probe_reference import hostile_files
+from probe_reference.hostile_sandbox import burn_cpu, escape_attempts, fork_bomb
 from probe_reference.progress import say
 from probe_reference.rollout import ModelCall, Rollout
+from probe_reference.tools import ToolResult
 
 Transform = Callable[[Rollout], Rollout]
 
@@ -151,6 +153,9 @@ class Mode:
     summary: str
     transform: Transform = unchanged
     before_first_call: Callable[[Path], None] | None = None  # gets the rollout's folder
+    # Hostile modes (hostile_files.py): after the rollout is written, and in place of running a tool call.
+    after_write: Callable[[Path], None] | None = None
+    run_tool: Callable[[str, str], ToolResult] | None = None
 
 
 MODES: dict[str, Mode] = {
@@ -181,7 +186,24 @@ MODES: dict[str, Mode] = {
         Mode("hostile-cpu", "burn every CPU until killed", unchanged, lambda _dir: burn_cpu()),
         Mode("hostile-fork", "fork until the pids limit stops it", unchanged, lambda _dir: fork_bomb()),
         Mode("hostile-version", "a --version that never ends (then the task, honestly)"),
+        Mode(
+            "hostile-files",
+            "leave links, `..` loops, a FIFO and a device in native/ and markers",
+            after_write=hostile_files.plant_files,
+        ),
+        Mode(
+            "hostile-sparse",
+            "leave a 100 GiB sparse file before the rollout in native/",
+            after_write=hostile_files.plant_sparse,
+        ),
+        Mode("hostile-marker", "make each marker a FIFO or a link to /dev/zero", run_tool=hostile_files.marker_tool),
+        Mode(
+            "hostile-deep-body",
+            "send one request nested 3000 levels deep first",
+            before_first_call=lambda _dir: hostile_files.deep_body(),
+        ),
     )
 }
 
 MISREPORTING = tuple(name for name in MODES if name not in ("honest", "hang") and not name.startswith("hostile-"))
+HOSTILE = tuple(name for name in MODES if name.startswith("hostile-"))

@@ -98,7 +98,7 @@ def read_native(native_dir: Path) -> NativeLog:
     if not (native_dir / "state.db").is_file():
         raise NormalizeError("Hermes wrote no state.db (state.db missing in native/)")
     problems: list[tuple[str, str]] = []
-    with readonly_copy(native_dir, "state.db") as conn:
+    with readonly_copy(native_dir, "state.db", ("sessions", "messages")) as conn:
         sessions = _sessions(conn)
         _attach_messages(conn, sessions, problems)
     dumps = _dumps(native_dir / "sessions", problems)

@@ -81,7 +81,7 @@ def read_native(native_dir: Path) -> OpenCodeNative:
         raise NormalizeError("OpenCode wrote no database (opencode/opencode.db missing in native/)")
     problems: list[tuple[str, str]] = []
     _check_wal(native_dir / DATA, problems)
-    with readonly_copy(native_dir / DATA, "opencode.db") as conn:
+    with readonly_copy(native_dir / DATA, "opencode.db", ("session", "message", "part")) as conn:
         sessions = _sessions(conn, problems)
     # The same lines are in both logs; the stderr copy is complete, the file OpenCode keeps is not flushed at exit.
     printed = native_dir / PROBE / STDERR_LOG

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probe_reference.modes import MISREPORTING, MODES, WRONG_ANSWER
+from probe_reference.modes import HOSTILE, MISREPORTING, MODES, WRONG_ANSWER
 
 from tests.unit.reference_agent.fake_provider import Received, Reply, completion, json_reply, serve, usage
 from tests.unit.reference_agent.helpers import run_agent, validate_schema
@@ -99,9 +99,11 @@ EDITS: dict[str, Callable[[Rollout], None]] = {
 
 def test_every_misreporting_mode_is_covered() -> None:
     assert set(MISREPORTING) == set(EDITS)
-    hostile = {name for name in MODES if name.startswith("hostile-")}
-    assert hostile == {"hostile-network", "hostile-cpu", "hostile-fork", "hostile-version"}
-    assert set(MODES) == {"honest", "hang", *EDITS, *hostile}
+    assert set(HOSTILE) == {
+        "hostile-network", "hostile-cpu", "hostile-fork", "hostile-version",
+        "hostile-files", "hostile-sparse", "hostile-marker", "hostile-deep-body",
+    }  # fmt: skip
+    assert set(MODES) == {"honest", "hang", *EDITS, *HOSTILE}
 
 
 @pytest.mark.parametrize("mode", sorted(EDITS))

@@ -1,4 +1,4 @@
-"""Hostile modes: the agent attacks its own sandbox, so tests can show the pod and its limits hold.
+"""Hostile modes against the sandbox: the agent attacks its own pod, so tests can show the pod and its limits hold.
 
 `hostile-network` tries to leave the pod (connects to host and outside addresses, the proxy's other
 listeners without a token, a lookup of a cloud metadata name) and writes what happened to

@@ -1,0 +1,61 @@
+"""What a harness can make the proxy read: marker files and request bodies, each bounded before it is touched."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from itertools import accumulate
+
+__all__ = ["MARKER_MAX_BYTES", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "body_over_cap", "check_marker"]
+
+MARKER_MAX_BYTES = 4096  # a marker holds one token of a few dozen bytes
+MAX_BODY_BYTES = 16 * 1024 * 1024  # long agent histories are a few MiB; this is far beyond any real one
+MAX_JSON_DEPTH = 100  # real request bodies nest tool schemas a few dozen levels; the witness adds two
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_STRING = re.compile(rb'"[^"]*"')
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def check_marker(path: str, token: str) -> tuple[bool, bool]:
+    """(present, content equals token) for a marker file, read so that no file the harness plants can block us.
+
+    The harness knows the path: a FIFO there would block a plain open, a link to /dev/zero would never end,
+    and a huge file would fill memory. Only a regular file, opened without following links, is read, and only
+    up to a cap.
+    """
+    try:
+        fd = os.open(path, _OPEN)
+    except FileNotFoundError:
+        return (False, False)
+    except OSError:
+        # A link (ELOOP with O_NOFOLLOW) or otherwise unopenable: present, but it proves nothing.
+        return (os.path.lexists(path), False)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return (True, False)
+        content = os.read(fd, MARKER_MAX_BYTES + 1)  # a regular file: never blocks, even with O_NONBLOCK
+    except OSError:
+        return (True, False)
+    finally:
+        os.close(fd)
+    return (True, len(content) <= MARKER_MAX_BYTES and content == token.encode("utf-8"))
+
+
+def body_over_cap(body: bytes) -> str | None:
+    """Why a request body is not recorded or parsed (too large, too deeply nested JSON), or None."""
+    if len(body) > MAX_BODY_BYTES:
+        return f"request body of {len(body)} bytes is over the {MAX_BODY_BYTES}-byte cap"
+    depth = _max_depth(body)
+    if depth > MAX_JSON_DEPTH:
+        return f"request body nests JSON {depth} levels deep, over the cap of {MAX_JSON_DEPTH}"
+    return None
+
+
+def _max_depth(body: bytes) -> int:
+    # Brackets inside strings do not nest. Escapes first (a `\"` does not end a string), then strings, then
+    # everything but brackets, all in C; the depth is the highest running sum of +1/-1.
+    skeleton = _STRING.sub(b"", _ESCAPE.sub(b"", body)).translate(None, _NOT_BRACKETS)
+    return max(accumulate(_STEP[c] for c in skeleton), default=0)

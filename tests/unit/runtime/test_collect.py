@@ -1,0 +1,237 @@
+"""The extractor against hostile archives: links, special files, `..`, huge sparse files and every cap."""
+
+from __future__ import annotations
+
+import io
+import os
+import resource
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orchestrator.runtime.collect import Collection, CollectLimits
+
+
+def _tar(*members: tuple[tarfile.TarInfo, bytes | None], fmt: int = tarfile.PAX_FORMAT) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=fmt) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return buf.getvalue()
+
+
+def _member(
+    name: str, kind: bytes = tarfile.REGTYPE, data: bytes | None = None, link: str = ""
+) -> tuple[tarfile.TarInfo, bytes | None]:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = link
+    if data is not None:
+        info.size = len(data)
+    return info, data
+
+
+def _chunks(data: bytes, size: int = 1000) -> Iterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+def _kinds(c: Collection) -> list[tuple[str, str]]:
+    return [(f.kind, f.path) for f in c.findings]
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        assert not p.is_symlink(), p
+        if p.is_file():
+            out[p.relative_to(root).as_posix()] = p.read_bytes()
+    return out
+
+
+def test_regular_files_and_folders_are_copied(tmp_path: Path) -> None:
+    data = _tar(_member("d", tarfile.DIRTYPE), _member("d/a.json", data=b"{}"), _member("d/sub/b", data=b"x" * 5000))
+    c = Collection()
+    c.extract(_chunks(data), tmp_path, "/home/probe/d")
+    assert _files(tmp_path) == {"d/a.json": b"{}", "d/sub/b": b"x" * 5000}
+    assert c.findings == [] and c.copied == 5002 and c.files == 3
+
+
+@pytest.mark.parametrize(
+    ("member", "kind"),
+    [
+        (_member("d/abs", tarfile.SYMTYPE, link="/etc/shadow"), "symlink"),
+        (_member("d/rel", tarfile.SYMTYPE, link="../../../../etc/passwd"), "symlink"),
+        (_member("d/up", tarfile.SYMTYPE, link=".."), "symlink"),
+        (_member("d/hard", tarfile.LNKTYPE, link="d/a.json"), "hardlink"),
+        (_member("d/fifo", tarfile.FIFOTYPE), "fifo"),
+        (_member("d/null", tarfile.CHRTYPE), "device"),
+        (_member("d/sda", tarfile.BLKTYPE), "device"),
+        (_member("../escape", data=b"evil"), "unsafe_name"),
+        (_member("/etc/evil", data=b"evil"), "unsafe_name"),
+        (_member("d/../../evil", data=b"evil"), "unsafe_name"),
+    ],
+)
+def test_links_special_files_and_unsafe_names_are_findings(
+    tmp_path: Path, member: tuple[tarfile.TarInfo, bytes | None], kind: str
+) -> None:
+    dest = tmp_path / "out"
+    data = _tar(_member("d", tarfile.DIRTYPE), member, _member("d/a.json", data=b"{}"))
+    c = Collection()
+    c.extract(_chunks(data), dest, "/p/d")
+    assert _kinds(c) == [(kind, f"/p/{member[0].name}")]
+    assert _files(dest) == {"d/a.json": b"{}"}  # the rest is still collected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing outside dest
+
+
+def test_a_link_planted_first_is_not_written_through(tmp_path: Path) -> None:
+    # `d/x -> /tmp/...` then `d/x/file`: the folder walk must not follow the (never created) link.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "out"
+    dest.mkdir()
+    os.symlink(outside, dest / "x")  # as if an earlier copy had left one
+    data = _tar(_member("x/file", data=b"evil"), _member("ok", data=b"1"))
+    c = Collection()
+    c.extract(_chunks(data), dest, "/p/x")
+    assert list(outside.iterdir()) == []
+    assert [f.kind for f in c.findings] == ["conflict"]
+    assert (dest / "ok").read_bytes() == b"1"
+
+
+def test_duplicate_names_do_not_overwrite(tmp_path: Path) -> None:
+    data = _tar(_member("a", data=b"first"), _member("a", data=b"second"), _member("b", data=b"3"))
+    c = Collection()
+    c.extract(_chunks(data), tmp_path, "/p/a")
+    assert (tmp_path / "a").read_bytes() == b"first" and (tmp_path / "b").read_bytes() == b"3"
+    assert [f.kind for f in c.findings] == ["duplicate"]
+
+
+def test_file_count_cap(tmp_path: Path) -> None:
+    data = _tar(*(_member(f"f{i}", data=b"x") for i in range(10)))
+    c = Collection(CollectLimits(max_files=4))
+    c.extract(_chunks(data), tmp_path, "/p/f")
+    assert len(list(tmp_path.iterdir())) == 4
+    assert [f.kind for f in c.findings] == ["file_cap"]
+
+
+def test_byte_cap_stops_at_an_over_cap_file(tmp_path: Path) -> None:
+    data = _tar(_member("a", data=b"x" * 600), _member("b", data=b"y" * 600), _member("c", data=b"z"))
+    c = Collection(CollectLimits(max_bytes=1000))
+    c.extract(_chunks(data), tmp_path, "/p/a")
+    assert _files(tmp_path) == {"a": b"x" * 600}
+    assert [f.kind for f in c.findings] == ["over_cap_file", "byte_cap"]
+    assert c.copied == 600
+
+
+def _endless_sparse(size: int, counter: list[int]) -> Iterator[bytes]:
+    """A tar stream announcing one `size`-byte file, then zeros for ever (what the engine sends for a sparse one)."""
+    info = tarfile.TarInfo("big")
+    info.size = size
+    header = info.tobuf(tarfile.PAX_FORMAT)
+    counter[0] += len(header)
+    yield header
+    zeros = bytes(1 << 20)
+    while True:
+        counter[0] += len(zeros)
+        yield zeros
+
+
+def test_sparse_100_gib_file_is_not_read(tmp_path: Path) -> None:
+    read = [0]
+    c = Collection()
+    c.extract(_endless_sparse(100 << 30, read), tmp_path, "/p/big")
+    assert [f.kind for f in c.findings] == ["over_cap_file", "byte_cap"]
+    assert read[0] < 2 << 20  # the header and at most one chunk: the data is never read
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_lying_header_cannot_make_us_read_past_the_cap(tmp_path: Path) -> None:
+    # A file within the cap but then an endless run of a member type we skip: the raw cap ends it.
+    info = tarfile.TarInfo("weird")
+    info.type = b"Z"
+    info.size = 1 << 40
+    stream = [info.tobuf(tarfile.GNU_FORMAT)]
+    read = [0]
+
+    def gen() -> Iterator[bytes]:
+        yield from stream
+        while True:
+            read[0] += 1 << 16
+            yield bytes(1 << 16)
+
+    c = Collection(CollectLimits(max_bytes=1 << 20, max_files=10))
+    c.extract(gen(), tmp_path, "/p/weird")
+    assert [f.kind for f in c.findings] == ["special", "byte_cap"]
+    assert read[0] <= (1 << 20) + (1 << 17)
+
+
+def test_time_cap(tmp_path: Path) -> None:
+    now = [0.0]
+
+    def slow() -> Iterator[bytes]:
+        data = _tar(*(_member(f"f{i}", data=b"x" * 100) for i in range(50)))
+        for piece in _chunks(data, 512):
+            now[0] += 1.0
+            yield piece
+
+    c = Collection(CollectLimits(seconds=10), clock=lambda: now[0])
+    c.extract(slow(), tmp_path, "/p/f")
+    assert [f.kind for f in c.findings] == ["time_cap"]
+    assert 0 < len(list(tmp_path.iterdir())) < 50
+
+
+def test_truncated_and_garbage_archives_are_findings(tmp_path: Path) -> None:
+    data = _tar(_member("a", data=b"x" * 2000))
+    c = Collection()
+    c.extract(_chunks(data[:1200]), tmp_path / "t", "/p/a")
+    c.extract(_chunks(b"\x01" * 4096), tmp_path / "g", "/p/g")
+    assert [f.kind for f in c.findings] == ["malformed_archive", "malformed_archive"]
+
+
+def test_real_tarfile_long_names_and_gnu_format(tmp_path: Path) -> None:
+    long = "d/" + "n" * 150 + "/" + "f" * 120
+    for fmt in (tarfile.PAX_FORMAT, tarfile.GNU_FORMAT):
+        dest = tmp_path / str(fmt)
+        c = Collection()
+        c.extract(_chunks(_tar(_member(long, data=b"ok"), fmt=fmt)), dest, "/p/d")
+        assert _files(dest) == {long: b"ok"} and c.findings == []
+
+
+def test_logs_keep_head_and_tail_and_mark_the_cut(tmp_path: Path) -> None:
+    c = Collection(CollectLimits(max_bytes=8000))
+    lines = [f"line {i}\n".encode() for i in range(10_000)]
+    c.save_log(iter(lines), tmp_path / "harness.log", share=0.125)  # 1000 bytes kept
+    text = (tmp_path / "harness.log").read_bytes()
+    assert text.startswith(b"line 0\n") and text.endswith(b"line 9999\n")
+    assert b"bytes cut here" in text and len(text) < 1200
+    assert [f.kind for f in c.findings] == ["log_cut"]
+    small = Collection()
+    small.save_log(iter([b"a\n", b"b\n"]), tmp_path / "small.log")
+    assert (tmp_path / "small.log").read_bytes() == b"a\nb\n" and small.findings == []
+
+
+def test_host_rss_stays_small_for_a_huge_file(tmp_path: Path) -> None:
+    # In a fresh interpreter, so the peak RSS measured is the extractor's alone.
+    code = f"""
+import resource, tarfile
+from pathlib import Path
+from orchestrator.runtime.collect import Collection, CollectLimits
+info = tarfile.TarInfo("big"); info.size = 200 << 20
+def gen():
+    yield info.tobuf(tarfile.PAX_FORMAT)
+    for _ in range(201):
+        yield bytes(1 << 20)
+c = Collection()
+c.extract(gen(), Path({str(tmp_path)!r}), "/p/big")
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, c.copied)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    rss_kib, copied = int(out[0]), int(out[1])
+    assert copied == 200 << 20
+    assert rss_kib < 150 * 1024, f"peak RSS {rss_kib} KiB"  # under the 200 MiB written: it was streamed
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
