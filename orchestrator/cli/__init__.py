@@ -10,7 +10,7 @@ import click
 import typer
 
 from orchestrator import __version__
-from orchestrator.cli import audit, cleanup, doctor, harnesses, images, results, run, scenarios
+from orchestrator.cli import audit, ci, cleanup, doctor, harnesses, images, results, run, scenarios
 from orchestrator.logs import LogFormat, configure_logging
 
 __all__ = ["app", "main"]
@@ -34,6 +34,7 @@ app.add_typer(scenarios.app, name="scenarios")
 app.add_typer(harnesses.app, name="harnesses")
 app.add_typer(images.app, name="images")
 app.add_typer(results.app, name="results")
+app.add_typer(ci.app, name="ci")
 app.command("cleanup")(cleanup.cleanup)
 app.command("doctor")(doctor.doctor)
 
