@@ -23,7 +23,7 @@ help:
 	@echo "make test            unit + integration + harness tests (real Docker)"
 	@echo "make images          build every image (reused when inputs are unchanged)"
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
-	@echo "make lint            ruff + mypy"
+	@echo "make lint            ruff + mypy + actionlint + zizmor (workflows)"
 	@echo "make bench           checker and audit at scale (100,000 calls; 1,000 episodes)"
 	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
 	@echo "make lock            re-lock images/*/requirements.lock from requirements.in"
@@ -63,6 +63,8 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check orchestrator proxy_addons tests images
 	$(VENV)/bin/ruff check orchestrator proxy_addons tests images
 	$(VENV)/bin/mypy
+	$(VENV)/bin/actionlint .github/workflows/*.yml
+	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows/
 
 # Scale targets (no Docker): checks over one rollout of 100,000 calls, and an audit of 1,000 saved episodes.
 bench: $(VENV)/.installed
