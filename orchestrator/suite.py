@@ -1,4 +1,4 @@
-"""A run: build what is needed, then every harness x scenario episode in turn, then the verdict and exit code."""
+"""A run: build what is needed, then the harness x scenario episodes (a shard of them, N at once), then the verdict."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from orchestrator.episode import EpisodeImages, now_iso, run_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.images import REPO_ROOT, BuildOptions, BuiltImage, ImageBuilder
+from orchestrator.parallel import run_pool, shard_slice
 from orchestrator.paths import RunPaths
 from orchestrator.report import report_run
 from orchestrator.runtime import Engine, create_labels
@@ -43,6 +44,8 @@ class RunConfig:
     output: Path
     timeout: float = 300.0
     build: BuildOptions = field(default_factory=BuildOptions)
+    jobs: int = 1  # episodes at once
+    shard: tuple[int, int] | None = None  # (I, N): only the I-th of N slices of the harness x scenario grid
 
 
 @dataclass
@@ -123,20 +126,30 @@ def run_suite(
         "inputs": _inputs(cfg.scenarios, built),
         "timeout_seconds": cfg.timeout,
     }
+    grid = [(h, sc) for h in cfg.harnesses for sc in cfg.scenarios]
+    if cfg.shard:
+        grid = shard_slice(grid, *cfg.shard)
+        suite["shard"] = {"index": cfg.shard[0], "count": cfg.shard[1]}
+        suite["episodes"] = [{"harness": h.name, "scenario": sc.name} for h, sc in grid]
     validate(suite, "suite/v1", "suite.json")
     write_json(out.suite, suite)
-    results: list[dict[str, Any]] = []
+    # Every version probe before the first episode, so episodes running side by side share one answer.
+    images: dict[str, EpisodeImages] = {}
     for h in cfg.harnesses:
         version = h.parse_version(_version(engine, built[h.image], h.version_command, run_id) or "") or None
-        images = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
-        for s in cfg.scenarios:
-            if on_episode:
-                on_episode(h.name, s.name, None)
-            log.info("episode", harness=h.name, scenario=s.name, run_id=run_id)
-            result = run_episode(engine, h, s, images, out.episode(h.name, s.name), run_id, cfg.timeout)
-            results.append(result)
-            if on_episode:
-                on_episode(h.name, s.name, result)
+        images[h.name] = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
+
+    def episode(cell: tuple[Harness, Scenario]) -> dict[str, Any]:
+        h, sc = cell
+        if on_episode:
+            on_episode(h.name, sc.name, None)
+        log.info("episode", harness=h.name, scenario=sc.name, run_id=run_id)
+        result = run_episode(engine, h, sc, images[h.name], out.episode(h.name, sc.name), run_id, cfg.timeout)
+        if on_episode:
+            on_episode(h.name, sc.name, result)
+        return result
+
+    results = run_pool(grid, episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id))
     # Reports only once every episode has finished; summary.json last, so an interrupted run has none.
     full_suite = {s.name for s in cfg.scenarios} >= {s.name for s in list_scenarios()}
     code = report_run(cfg.output, suite, results, full_suite=full_suite, started_at=started_at, finished_at=now_iso())

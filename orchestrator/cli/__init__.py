@@ -10,7 +10,7 @@ import click
 import typer
 
 from orchestrator import __version__
-from orchestrator.cli import audit, ci, cleanup, doctor, harnesses, images, results, run, scenarios
+from orchestrator.cli import audit, ci, cleanup, doctor, harnesses, images, merge, results, run, scenarios
 from orchestrator.logs import LogFormat, configure_logging
 
 __all__ = ["app", "main"]
@@ -30,6 +30,7 @@ app = typer.Typer(
 )
 app.command("run")(run.run)
 app.command("audit")(audit.audit_command)
+app.command("merge")(merge.merge_command)
 app.add_typer(scenarios.app, name="scenarios")
 app.add_typer(harnesses.app, name="harnesses")
 app.add_typer(images.app, name="images")

@@ -80,11 +80,13 @@ def _worst(verdicts: Iterable[str]) -> str:
 
 def _errors(suite: dict[str, Any], results: list[dict[str, Any]], missing: list[dict[str, str]]) -> list[str]:
     errors: list[str] = []
+    # A merged directory holds the episodes of the runs it names; any other run id is foreign evidence.
+    run_ids = {suite["run_id"]} | {m["run_id"] for m in suite.get("merged_from", [])}
     if not results and not missing:
         errors.append("no episode was run")
     for r in results:
         where = f"{r['harness']}/{r['scenario']}"
-        if r["run_id"] != suite["run_id"]:
+        if r["run_id"] not in run_ids:
             errors.append(f"{where}: run_id {r['run_id']!r} is not the suite's {suite['run_id']!r}")
         if r["profile"] != PROFILE:
             errors.append(f"{where}: checked against profile {r['profile']!r}, not {PROFILE!r}")
@@ -122,7 +124,10 @@ def build_summary(
         if key in seen:
             raise ValueError(f"two scenario_results for {key[0]}/{key[1]}")
         seen.add(key)
-    expected = {(h["name"], s["name"]) for h in suite["harnesses"] for s in suite["scenarios"]}
+    if "episodes" in suite:
+        expected = {(e["harness"], e["scenario"]) for e in suite["episodes"]}
+    else:
+        expected = {(h["name"], s["name"]) for h in suite["harnesses"] for s in suite["scenarios"]}
     missing = [{"harness": h, "scenario": s} for h, s in sorted(expected - seen)]
     options = {h["name"]: dict(h["options"]) for h in suite["harnesses"]}
 
