@@ -24,7 +24,7 @@ help:
 	@echo "make images          build every image (reused when inputs are unchanged)"
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
 	@echo "make lint            ruff + mypy + actionlint + zizmor (workflows)"
-	@echo "make bench           checker and audit at scale (100,000 calls; 1,000 episodes)"
+	@echo "make bench           audit at scale (100,000 calls; 1,000 and 10,000 episodes)"
 	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
 	@echo "make lock            re-lock images/*/requirements.lock from requirements.in"
 
@@ -66,9 +66,9 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows/
 
-# Scale targets (no Docker): checks over one rollout of 100,000 calls, and an audit of 1,000 saved episodes.
+# Scale targets (no Docker): an audit of one rollout of 100,000 calls, and of 1,000 and 10,000 saved episodes.
 bench: $(VENV)/.installed
-	$(VENV)/bin/python -m tests.bench.audit_scale 1000 100000
+	$(VENV)/bin/python -m tests.bench.audit_scale 100000 1000 10000
 
 cleanup: docker-check
 	$(HP) cleanup

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import traceback
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from orchestrator.evidence import Fault, FormatError, load_json, validate
 from orchestrator.harnesses import Harness
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report import report_run
+from orchestrator.report.summary import compact_result
 from orchestrator.scenarios import list_scenarios
 from orchestrator.suite import OutputExists
 from orchestrator.verdict import collect_evidence, judge, normalize_native, read_rollout, result_skeleton
@@ -61,15 +63,23 @@ def find_episodes(source: Path) -> list[tuple[str, str, Path]]:
 
 
 def _hash_tree(root: Path) -> dict[str, str]:
+    # os.walk on strings: a rollout of 100,000 calls leaves as many marker files, and pathlib's per-path
+    # objects and relative_to() cost more than hashing them.
     digests = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
+    base = str(root)
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, base).replace(os.sep, "/")
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            if not os.path.isfile(full):
+                continue
             h = hashlib.sha256()
-            with path.open("rb") as f:
+            with open(full, "rb") as f:
                 for chunk in iter(lambda: f.read(1 << 20), b""):
                     h.update(chunk)
-            digests[path.relative_to(root).as_posix()] = h.hexdigest()
-    return digests
+            digests[name if rel_dir == "." else f"{rel_dir}/{name}"] = h.hexdigest()
+    return dict(sorted(digests.items()))
 
 
 def _copy(src: Path, dest: Path) -> None:
@@ -158,11 +168,13 @@ def audit(source: Path, output: Path, harness: Harness | None = None) -> AuditRe
     started = now_iso()
     write_json(RunPaths(output).suite, suite)
     results = []
+    shared: dict[str, Any] = {}  # identical check records across episodes, kept once (memory flat in episodes)
     for h, s, ep in episodes:
         if harness is not None and harness.name != h:
             log.warning("episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name)
         log.info("auditing", harness=h, scenario=s)
-        results.append(_audit_episode(h, s, ep, RunPaths(output).episode(h, s), suite, harness))
+        result = _audit_episode(h, s, ep, RunPaths(output).episode(h, s), suite, harness)
+        results.append(compact_result(result, shared))
     after = _hash_tree(source)
     if before != after:
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))

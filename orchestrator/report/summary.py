@@ -20,6 +20,7 @@ __all__ = [
     "SUMMARY_FORMAT",
     "TIMESTAMPS",
     "build_summary",
+    "compact_result",
     "summary_bytes",
     "without_timestamps",
 ]
@@ -67,11 +68,26 @@ def _episode(paths: RunPaths, result: dict[str, Any]) -> dict[str, Any]:
         "execution": dict(result["execution"]),
         "normalize": dict(result["normalize"]),
         "inputs_unavailable": dict(result.get("inputs_unavailable", {})),
-        "checks": copy.deepcopy(result["checks"]),
+        # Shared, not copied: check records are never mutated after judging, and an audit of many episodes
+        # interns identical ones (`compact_result`), which a copy per episode would undo.
+        "checks": list(result["checks"]),
         "first_failure": _first_failure(result),
         "evidence": {name: _sha256(root / name) for name in EVIDENCE_FILES},
         TIMESTAMPS: {"started_at": result["started_at"], "finished_at": result["finished_at"]},
     }
+
+
+def compact_result(result: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    """`result` with every check record replaced by an equal one shared through `table`.
+
+    Honest episodes have identical check records, so a run or audit of thousands keeps each distinct record once:
+    memory grows with what differs between episodes (their reasons), not with their number.
+    """
+    shared = []
+    for c in result["checks"]:
+        key = json.dumps(c, sort_keys=True)
+        shared.append(table.setdefault(key, c))
+    return {**result, "checks": shared}
 
 
 def _worst(verdicts: Iterable[str]) -> str:
