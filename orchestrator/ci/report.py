@@ -132,17 +132,17 @@ def read_dir(directory: Path) -> list[Row]:
     return rows
 
 
-def collect(dirs: list[Path], expected: list[str]) -> list[Row]:
-    """Every row found in `dirs`, plus an `unavailable` row for each expected harness no directory measured."""
+def collect(dirs: list[Path], expected: list[str | tuple[str, str]]) -> list[Row]:
+    """Every row found in `dirs`, plus an `unavailable` row for each expected harness (or harness and runtime,
+    one matrix leg) that no directory measured."""
     rows: list[Row] = []
     for d in dirs:
         rows += read_dir(d)
-    seen = {r.harness for r in rows}
-    rows += [
-        Row(h, "docker", "unavailable", "-", note="no output (the probe job produced nothing)")
-        for h in expected
-        if h not in seen
-    ]
+    for want in expected:
+        harness, runtime = (want, None) if isinstance(want, str) else want
+        if not any(r.harness == harness and runtime in (None, r.runtime) for r in rows):
+            why = "no output (the probe job produced nothing)"
+            rows.append(Row(harness, runtime or "docker", "unavailable", "-", note=why))
     return sorted(rows, key=lambda r: (r.harness, r.runtime, r.source))
 
 

@@ -92,7 +92,11 @@ def report_command(
         list[str] | None, typer.Option("--expect", help="A harness that must have a result (repeatable).")
     ] = None,
     expect_json: Annotated[
-        str | None, typer.Option("--expect-json", help="The same as a JSON list (ci select's `harnesses`).")
+        str | None,
+        typer.Option(
+            "--expect-json",
+            help="JSON list of harness names (ci select's `harnesses`) or of legs (its `matrix.include`).",
+        ),
     ] = None,
     artifact_url: Annotated[
         str | None,
@@ -109,15 +113,21 @@ def report_command(
     Exit code 0: every harness passes; 1: a harness failed a check; 2: a measurement is unavailable (a probe
     exited 2, was cancelled, or left no summary), never a pass.
     """
-    expected = list(expect or [])
+    expected: list[str | tuple[str, str]] = list(expect or [])
     if expect_json:
         try:
             listed = json.loads(expect_json)
         except json.JSONDecodeError as exc:
             raise _fail(f"--expect-json is not JSON: {exc}") from None
-        if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
-            raise _fail("--expect-json must be a JSON list of harness names")
-        expected += listed
+        if not isinstance(listed, list):
+            raise _fail("--expect-json must be a JSON list")
+        for x in listed:
+            if isinstance(x, str):
+                expected.append(x)
+            elif isinstance(x, dict) and isinstance(x.get("harness"), str) and isinstance(x.get("runtime"), str):
+                expected.append((x["harness"], x["runtime"]))
+            else:
+                raise _fail("--expect-json items are harness names or matrix legs {harness, runtime}")
     rows = collect([d for d in dirs or [] if d.is_dir()], expected)
     missing_dirs = [d for d in dirs or [] if not d.is_dir()]
     if missing_dirs:

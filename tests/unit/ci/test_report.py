@@ -90,6 +90,10 @@ def test_expected_harness_without_output_is_unavailable(tmp_path: Path) -> None:
     assert {r.harness: r.status for r in rows} == {"pi": "pass", "hermes": "unavailable"}
     assert exit_code(rows) == 2
     assert collect([], []) == [] and exit_code([]) == 0
+    # Matrix legs: the reference harness measured under docker does not stand for its podman leg.
+    legs = collect([_leg(tmp_path, "l", "reference", 0, passing("reference"))], [("reference", "docker"),
+                                                                                 ("reference", "podman")])  # fmt: skip
+    assert [(r.runtime, r.status) for r in legs] == [("docker", "pass"), ("podman", "unavailable")]
 
 
 def test_fail_row_names_first_failure_count_and_rerun(tmp_path: Path) -> None:
@@ -128,6 +132,10 @@ def test_cli_exit_codes_and_check_json(tmp_path: Path) -> None:
     res = hp("ci", "report", str(ok), "--expect-json", '["pi", "hermes"]')
     assert res.returncode == 2
     res = hp("ci", "report", str(tmp_path / "absent"))
+    assert res.returncode == 2
+    res = hp("ci", "report", str(ok), "--expect-json", '[{"harness": "pi", "runtime": "docker"}]')
+    assert res.returncode == 0, res.stderr
+    res = hp("ci", "report", "--expect-json", '[{"harness": 1}]')
     assert res.returncode == 2
     res = hp("ci", "report", "--expect-json", "[]")
     assert res.returncode == 0 and "nothing was probed" in res.stdout
