@@ -12,11 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.cli.common import ExtraCa, Rebuild, build_options, connect
-from orchestrator.cli.progress import Progress
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses import Harness, get_harness
 from orchestrator.images import BuildError
 from orchestrator.parallel import default_jobs, parse_shard, shard_slice
+from orchestrator.progress import Progress
 from orchestrator.scenarios import Scenario, list_scenarios, load_scenario
 from orchestrator.suite import EXIT_ERROR, OutputExists, RunConfig, SuiteResult, run_suite
 
