@@ -121,8 +121,8 @@ def bench_big_rollout(n: int, tmp: Path) -> None:
     t = _clock()
     w = read_witness(ep / "witness.jsonl")
     read = _since(t)
-    t = _clock()
     ev = Evidence(scenario, rollout=copy.deepcopy(rollout), witness=w, markers=markers)
+    t = _clock()
     results = run_checks(ev, scope_of(scenario))
     checks = _since(t)
     failed = [r.id for r in results if r.status == Status.FAIL]
