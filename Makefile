@@ -23,9 +23,9 @@ help:
 	@echo "make test            unit + integration + harness tests (real Docker)"
 	@echo "make images          build every image (reused when inputs are unchanged)"
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
-	@echo "make lint            ruff + mypy + the packaging checks of make dist"
+	@echo "make lint            ruff + mypy + actionlint + zizmor (workflows) + the packaging checks of make dist"
 	@echo "make dist            wheel + sdist into dist/ (python -m build), checked by twine"
-	@echo "make bench           checker and audit at scale (100,000 calls; 1,000 episodes)"
+	@echo "make bench           audit at scale (100,000 calls; 1,000 and 10,000 episodes); runtime overhead"
 	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
 	@echo "make lock            re-lock images/*/requirements.lock from requirements.in"
 
@@ -64,6 +64,8 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check orchestrator proxy_addons tests images
 	$(VENV)/bin/ruff check orchestrator proxy_addons tests images
 	$(VENV)/bin/mypy
+	$(VENV)/bin/actionlint .github/workflows/*.yml
+	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows/
 	@$(MAKE) --no-print-directory dist
 
 # The distribution users install: its metadata must pass twine, and the wheel must carry the data folders.
@@ -76,10 +78,10 @@ dist: $(VENV)/.installed
 	  && $(VENV)/bin/python -m zipfile -l dist/*.whl | grep -q 'proxy_addons/interpreter.py' \
 	  || { echo "the wheel lacks scenarios/, images/ or proxy_addons/" >&2; exit 1; }
 
-# Scale targets: checks over one rollout of 100,000 calls and an audit of 1,000 saved episodes (no engine);
+# Scale targets: an audit of one rollout of 100,000 calls and of 1,000 and 10,000 saved episodes (no engine);
 # then per-episode orchestration overhead on each runtime that answers, beside two bare container starts.
 bench: $(VENV)/.installed
-	$(VENV)/bin/python -m tests.bench.audit_scale 1000 100000
+	$(VENV)/bin/python -m tests.bench.audit_scale 100000 1000 10000
 	$(VENV)/bin/python -m tests.bench.runtime_overhead
 
 cleanup: docker-check

@@ -20,6 +20,7 @@ from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report import report_run
+from orchestrator.report.summary import compact_result
 from orchestrator.runtime.collect import Collection, Finding
 from orchestrator.scenarios import list_scenarios
 from orchestrator.suite import OutputExists
@@ -253,11 +254,13 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
     started = now_iso()
     write_json(RunPaths(output).suite, suite)
     results = []
+    shared: dict[str, Any] = {}  # identical check records across episodes, kept once (memory flat in episodes)
     for h, s, ep in episodes:
         if harness is not None and harness.name != h:
             log.warning("episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name)
         log.info("auditing", harness=h, scenario=s)
-        results.append(_audit_or_error(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format))
+        result = _audit_or_error(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format)
+        results.append(compact_result(result, shared))
     after = _hash_tree(source)
     if before != after:
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))

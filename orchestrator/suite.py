@@ -1,4 +1,4 @@
-"""A run: build what is needed, then every harness x scenario episode in turn, then the verdict and exit code."""
+"""A run: build what is needed, then the harness x scenario episodes (a shard of them, N at once), then the verdict."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from orchestrator.episode import EpisodeImages, now_iso, run_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
+from orchestrator.parallel import run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report import report_run
 from orchestrator.resources import input_key, scenario_schema_path
@@ -52,6 +53,8 @@ class RunConfig:
     timeout: float = 300.0
     build: BuildOptions = field(default_factory=BuildOptions)
     collect: CollectLimits = field(default_factory=CollectLimits)
+    jobs: int = 1  # episodes at once
+    shard: tuple[int, int] | None = None  # (I, N): only the I-th of N slices of the harness x scenario grid
 
 
 @dataclass
@@ -200,26 +203,35 @@ def _run(
         "inputs": _inputs(cfg.scenarios, built),
         "timeout_seconds": cfg.timeout,
     }
+    grid = [(h, sc) for h in cfg.harnesses for sc in cfg.scenarios]
+    if cfg.shard:
+        grid = shard_slice(grid, *cfg.shard)
+        suite["shard"] = {"index": cfg.shard[0], "count": cfg.shard[1]}
+        suite["episodes"] = [{"harness": h.name, "scenario": sc.name} for h, sc in grid]
     validate(suite, "suite/v1", "suite.json")
     write_json(out.suite, suite)
-    results: list[dict[str, Any]] = []
+    # Every version probe before the first episode, so episodes running side by side share one answer.
+    images: dict[str, EpisodeImages] = {}
     for h in cfg.harnesses:
         text = _version(engine, built[h.image], h.version_argv(), run_id, dict(h.writable_paths), version_timeout)
         version = h.parse_version(text or "") or None
-        images = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
-        for s in cfg.scenarios:
-            if on_episode:
-                on_episode(h.name, s.name, None)
-            log.info("episode", harness=h.name, scenario=s.name, run_id=run_id)
-            try:
-                result = run_episode(
-                    engine, h, s, images, out.episode(h.name, s.name), run_id, cfg.timeout, cfg.collect
-                )
-            except Exception as exc:  # one episode never takes the run down: it is that episode's error
-                result = _episode_crashed(out.episode(h.name, s.name), h.name, s.name, run_id, exc)
-            results.append(result)
-            if on_episode:
-                on_episode(h.name, s.name, result)
+        images[h.name] = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
+
+    def episode(cell: tuple[Harness, Scenario]) -> dict[str, Any]:
+        h, sc = cell
+        if on_episode:
+            on_episode(h.name, sc.name, None)
+        log.info("episode", harness=h.name, scenario=sc.name, run_id=run_id)
+        paths = out.episode(h.name, sc.name)
+        try:
+            result = run_episode(engine, h, sc, images[h.name], paths, run_id, cfg.timeout, cfg.collect)
+        except Exception as exc:  # one episode never takes the run down: it is that episode's error
+            result = _episode_crashed(paths, h.name, sc.name, run_id, exc)
+        if on_episode:
+            on_episode(h.name, sc.name, result)
+        return result
+
+    results = run_pool(grid, episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id))
     # Reports only once every episode has finished; summary.json last, so an interrupted run has none.
     full_suite = {s.name for s in cfg.scenarios} >= {s.name for s in list_scenarios()}
     code = report_run(cfg.output, suite, results, full_suite=full_suite, started_at=started_at, finished_at=now_iso())

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.evidence import Fault, FormatError, faults, fragment_faults
+from orchestrator.evidence.bulk import gc_paused
 from orchestrator.evidence.jsonread import JsonFault, loads, read_bytes
 
 __all__ = ["Evidence", "Witness", "read_witness", "scope_of"]
@@ -85,6 +86,11 @@ class Witness:
 
 def read_witness(path: Path) -> Witness:
     """Parse and validate witness.jsonl line by line; every fault is named `line N: $.path`."""
+    with gc_paused():  # hundreds of thousands of small dicts: no quadratic GC walks while they are built
+        return _read_witness(path)
+
+
+def _read_witness(path: Path) -> Witness:
     try:
         raw = read_bytes(path)
     except FileNotFoundError:

@@ -10,7 +10,7 @@ from typing import Annotated
 import click
 import typer
 
-from orchestrator.cli import audit, cleanup, doctor, export, harnesses, images, results, run, scenarios
+from orchestrator.cli import audit, ci, cleanup, doctor, export, harnesses, images, merge, results, run, scenarios
 from orchestrator.logs import LogFormat, configure_logging
 from orchestrator.resources import build_info
 from orchestrator.runtime import install_interrupt_handlers
@@ -33,10 +33,12 @@ app = typer.Typer(
 app.command("run")(run.run)
 app.command("audit")(audit.audit_command)
 app.command("export")(export.export_command)
+app.command("merge")(merge.merge_command)
 app.add_typer(scenarios.app, name="scenarios")
 app.add_typer(harnesses.app, name="harnesses")
 app.add_typer(images.app, name="images")
 app.add_typer(results.app, name="results")
+app.add_typer(ci.app, name="ci")
 app.command("cleanup")(cleanup.cleanup)
 app.command("doctor")(doctor.doctor)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -14,6 +15,8 @@ from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, bu
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses import Harness, get_harness
 from orchestrator.images import BuildError
+from orchestrator.parallel import default_jobs, parse_shard, shard_slice
+from orchestrator.progress import Progress
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios, load_scenario
 from orchestrator.suite import EXIT_ERROR, OutputExists, RunConfig, SuiteResult, run_suite
@@ -65,6 +68,22 @@ def run(
     collect_timeout: Annotated[
         float, typer.Option("--collect-timeout", min=1, help="Seconds the copying out of one episode may take.")
     ] = CollectLimits.seconds,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            help="Episodes at once, each in its own pod (default: from CPUs and memory; 1 runs them in turn).",
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help="Run only slice I of N (1-based) of the harness x scenario grid; `merge` joins the slices.",
+        ),
+    ] = None,
     extra_ca: ExtraCa = None,
     rebuild: Rebuild = False,
     runtime: Runtime = None,
@@ -77,6 +96,7 @@ def run(
     try:
         harnesses: list[Harness] = [get_harness(h, parse_harness_args(harness_arg or [])) for h in harness]
         scenarios: list[Scenario] = [load_scenario(s) for s in scenario] if scenario else list_scenarios()
+        shard_of = parse_shard(shard) if shard else None
     except (KeyError, ValueError, FormatError) as exc:
         raise _fail(str(exc).strip("'\"")) from None
     if output.exists():
@@ -84,19 +104,17 @@ def run(
     engine = connect(runtime, image_archives)
     console = Console(stderr=True)
     limits = CollectLimits(collect_max_bytes, collect_max_files, collect_timeout)
-    cfg = RunConfig(harnesses, scenarios, output, timeout, build_options(extra_ca, rebuild), limits)
-
-    def on_episode(h: str, s: str, result: dict[str, Any] | None) -> None:
-        if result is not None:
-            console.print(f"[bold]{h}[/] / {s}: {result['verdict']} ({result['execution']['status']})")
+    n_jobs = jobs or default_jobs()
+    cfg = RunConfig(harnesses, scenarios, output, timeout, build_options(extra_ca, rebuild), limits, n_jobs, shard_of)
+    total = len(harnesses) * len(scenarios)
+    if shard_of:
+        total = len(shard_slice(range(total), *shard_of))
+    root = click.get_current_context().find_root().params
+    live = console.is_terminal and str(root.get("log_format", "human")) != "json"
 
     try:
-        with (
-            console.status("building images and running episodes...", spinner="dots")
-            if console.is_terminal
-            else _Null()
-        ):
-            res = run_suite(cfg, engine, on_episode=on_episode)
+        with Progress(console, total, n_jobs, live) as progress:
+            res = run_suite(cfg, engine, on_episode=progress.on_episode)
     except OutputExists as exc:
         raise _fail(str(exc)) from None
     except BuildError as exc:
@@ -104,14 +122,6 @@ def run(
     _print_table(res)
     typer.echo(f"results: {res.output.resolve()}")
     raise typer.Exit(res.exit_code)
-
-
-class _Null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _print_table(res: SuiteResult) -> None:

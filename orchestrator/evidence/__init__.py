@@ -2,6 +2,24 @@
 
 from __future__ import annotations
 
-from orchestrator.evidence.validate import Fault, FormatError, faults, fragment_faults, load_json, schema_path, validate
+from orchestrator.evidence.validate import (
+    Fault,
+    FormatError,
+    faults,
+    fragment_faults,
+    fragment_precheck,
+    load_json,
+    schema_path,
+    validate,
+)
 
-__all__ = ["Fault", "FormatError", "faults", "fragment_faults", "load_json", "schema_path", "validate"]
+__all__ = [
+    "Fault",
+    "FormatError",
+    "faults",
+    "fragment_faults",
+    "fragment_precheck",
+    "load_json",
+    "schema_path",
+    "validate",
+]

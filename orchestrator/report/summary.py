@@ -20,6 +20,7 @@ __all__ = [
     "SUMMARY_FORMAT",
     "TIMESTAMPS",
     "build_summary",
+    "compact_result",
     "summary_bytes",
     "without_timestamps",
 ]
@@ -67,11 +68,26 @@ def _episode(paths: RunPaths, result: dict[str, Any]) -> dict[str, Any]:
         "execution": dict(result["execution"]),
         "normalize": dict(result["normalize"]),
         "inputs_unavailable": dict(result.get("inputs_unavailable", {})),
-        "checks": copy.deepcopy(result["checks"]),
+        # Shared, not copied: check records are never mutated after judging, and an audit of many episodes
+        # interns identical ones (`compact_result`), which a copy per episode would undo.
+        "checks": list(result["checks"]),
         "first_failure": _first_failure(result),
         "evidence": {name: _sha256(root / name) for name in EVIDENCE_FILES},
         TIMESTAMPS: {"started_at": result["started_at"], "finished_at": result["finished_at"]},
     }
+
+
+def compact_result(result: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    """`result` with every check record replaced by an equal one shared through `table`.
+
+    Honest episodes have identical check records, so a run or audit of thousands keeps each distinct record once:
+    memory grows with what differs between episodes (their reasons), not with their number.
+    """
+    shared = []
+    for c in result["checks"]:
+        key = json.dumps(c, sort_keys=True)
+        shared.append(table.setdefault(key, c))
+    return {**result, "checks": shared}
 
 
 def _worst(verdicts: Iterable[str]) -> str:
@@ -80,11 +96,13 @@ def _worst(verdicts: Iterable[str]) -> str:
 
 def _errors(suite: dict[str, Any], results: list[dict[str, Any]], missing: list[dict[str, str]]) -> list[str]:
     errors: list[str] = []
+    # A merged directory holds the episodes of the runs it names; any other run id is foreign evidence.
+    run_ids = {suite["run_id"]} | {m["run_id"] for m in suite.get("merged_from", [])}
     if not results and not missing:
         errors.append("no episode was run")
     for r in results:
         where = f"{r['harness']}/{r['scenario']}"
-        if r["run_id"] != suite["run_id"]:
+        if r["run_id"] not in run_ids:
             errors.append(f"{where}: run_id {r['run_id']!r} is not the suite's {suite['run_id']!r}")
         if r["profile"] != PROFILE:
             errors.append(f"{where}: checked against profile {r['profile']!r}, not {PROFILE!r}")
@@ -122,7 +140,10 @@ def build_summary(
         if key in seen:
             raise ValueError(f"two scenario_results for {key[0]}/{key[1]}")
         seen.add(key)
-    expected = {(h["name"], s["name"]) for h in suite["harnesses"] for s in suite["scenarios"]}
+    if "episodes" in suite:
+        expected = {(e["harness"], e["scenario"]) for e in suite["episodes"]}
+    else:
+        expected = {(h["name"], s["name"]) for h in suite["harnesses"] for s in suite["scenarios"]}
     missing = [{"harness": h, "scenario": s} for h, s in sorted(expected - seen)]
     options = {h["name"]: dict(h["options"]) for h in suite["harnesses"]}
 

@@ -1,6 +1,7 @@
-"""Benchmark: the checker and the offline audit at scale (1,000 episodes; one rollout of 100,000 calls).
+"""Benchmark: the offline audit at scale: one rollout of 100,000 calls; 1,000 and 10,000 saved episodes.
 
-Run with `make bench`. Prints wall time and peak memory; targets live here, not in timed tests.
+Run with `make bench`. Each measurement runs in its own process (so peak RSS is its own) and prints wall and CPU
+seconds (CPU is the honest figure on a shared machine) against its target; targets live here, not in timed tests.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import copy
 import json
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -17,24 +19,37 @@ from typing import Any
 
 from orchestrator.audit import audit
 from orchestrator.checks import Evidence, Status, read_witness, run_checks, scope_of
+from orchestrator.logs import LogFormat, configure_logging
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "episodes" / "tool_success"
 TS = "2026-01-01T00:00:00.000Z"
+ROLLOUT_TARGET_SECONDS = 10.0
+# Flat: ten times the episodes may cost at most this much more peak memory than the first thousand.
+EPISODE_MEMORY_GROWTH = 1.5
 
 
 def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _since(t: tuple[float, float]) -> str:
+    wall, cpu = time.perf_counter() - t[0], time.process_time() - t[1]
+    return f"{wall:.1f} s wall, {cpu:.1f} s CPU"
+
+
 def bench_many_episodes(n: int, tmp: Path) -> None:
     src = tmp / "saved"
     for i in range(n):
         shutil.copytree(FIXTURE, src / "reference" / f"ep{i:05d}")
-    t0 = time.perf_counter()
+    t = _clock()
     res = audit(src, tmp / "audited")
-    dt = time.perf_counter() - t0
+    cpu = time.process_time() - t[1]
     assert res.exit_code == 0, res.exit_code
-    print(f"audit of {n} episodes: {dt:.1f} s ({1000 * dt / n:.1f} ms/episode), peak RSS {_peak_mib():.0f} MiB")
+    print(f"audit of {n} episodes: {_since(t)} ({1000 * cpu / n:.1f} ms CPU/episode), peak RSS {_peak_mib():.0f} MiB")
 
 
 def _synthetic(n: int) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, str]]:
@@ -96,29 +111,60 @@ def _synthetic(n: int) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, A
 
 def bench_big_rollout(n: int, tmp: Path) -> None:
     scenario, rollout, events, markers = _synthetic(n)
-    witness = tmp / "witness.jsonl"
-    witness.write_text("".join(json.dumps(e) + "\n" for e in events))
-    t0 = time.perf_counter()
-    w = read_witness(witness)
-    t1 = time.perf_counter()
+    ep = tmp / "saved" / "reference" / "big"
+    (ep / "markers").mkdir(parents=True)
+    (ep / "scenario.json").write_text(json.dumps(scenario))
+    (ep / "rollout.json").write_text(json.dumps(rollout))
+    (ep / "witness.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    for name, token in markers.items():
+        (ep / "markers" / name).write_text(token)
+    t = _clock()
+    w = read_witness(ep / "witness.jsonl")
+    read = _since(t)
     ev = Evidence(scenario, rollout=copy.deepcopy(rollout), witness=w, markers=markers)
+    t = _clock()
     results = run_checks(ev, scope_of(scenario))
-    t2 = time.perf_counter()
+    checks = _since(t)
     failed = [r.id for r in results if r.status == Status.FAIL]
     assert not failed, failed
+    del w, ev, results
+    t = _clock()
+    res = audit(tmp / "saved", tmp / "audited")
+    assert res.exit_code == 0, res.exit_code
     print(
-        f"rollout of {n} calls ({len(events)} witness lines): read+validate witness {t1 - t0:.1f} s, "
-        f"all checks {t2 - t1:.1f} s, peak RSS {_peak_mib():.0f} MiB"
+        f"rollout of {n} calls ({len(events)} witness lines): read+validate witness {read}; all checks {checks}; "
+        f"whole audit {_since(t)} (target < {ROLLOUT_TARGET_SECONDS:.0f} s), peak RSS {_peak_mib():.0f} MiB"
     )
 
 
+def _child(kind: str, n: int) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.bench.audit_scale", kind, str(n)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    print(out, flush=True)
+    return out
+
+
+def _rss(line: str) -> float:
+    return float(line.rpartition("peak RSS ")[2].split()[0])
+
+
 def main() -> None:
-    episodes = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    calls = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
-    with tempfile.TemporaryDirectory() as d:
-        bench_big_rollout(calls, Path(d))
-    with tempfile.TemporaryDirectory() as d:
-        bench_many_episodes(episodes, Path(d))
+    if len(sys.argv) == 3 and sys.argv[1] in ("rollout", "episodes"):
+        configure_logging(LogFormat.human, -1)  # warnings only: one line per episode would swamp the figures
+        with tempfile.TemporaryDirectory() as d:
+            (bench_big_rollout if sys.argv[1] == "rollout" else bench_many_episodes)(int(sys.argv[2]), Path(d))
+        return
+    calls = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    counts = [int(x) for x in sys.argv[2:]] or [1000, 10_000]
+    _child("rollout", calls)
+    peaks = [_rss(_child("episodes", n)) for n in counts]
+    if len(peaks) > 1:
+        growth = peaks[-1] / peaks[0]
+        print(
+            f"audit memory, {counts[0]:,} -> {counts[-1]:,} episodes: {peaks[0]:.0f} -> {peaks[-1]:.0f} MiB "
+            f"(x{growth:.2f}; target: flat, at most x{EPISODE_MEMORY_GROWTH})"
+        )
 
 
 if __name__ == "__main__":

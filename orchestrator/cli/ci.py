@@ -1,0 +1,144 @@
+"""`harness-probe ci select|report`: what a change must probe; the "Harness conformance P0" check from its outputs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.ci.report import check_run, collect, dumps, exit_code, render_markdown
+from orchestrator.ci.select import GitError, changed_paths, image_parents, select
+from orchestrator.evidence import validate
+from orchestrator.harnesses import HARNESSES
+from orchestrator.resources import checkout_root
+
+app = typer.Typer(no_args_is_help=True, help="CI helpers: select affected harnesses, publish the P0 check.")
+
+EXIT_ERROR = 2
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"harness-probe: {message}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+def _harness_images() -> dict[str, str]:
+    # The registry names adapters lazily; their image folder equals their name for every registered harness,
+    # and reading the class here would import every adapter. A mismatch is caught by a unit test.
+    return {h: h for h in HARNESSES}
+
+
+@app.command("select")
+def select_command(
+    base: Annotated[
+        str | None, typer.Option("--base", help="Git ref to diff against (merge base ... HEAD), e.g. origin/main.")
+    ] = None,
+    changed_file: Annotated[
+        list[Path] | None,
+        typer.Option("--changed-file", exists=True, dir_okay=False, help="File listing changed paths, one a line."),
+    ] = None,
+    all_harnesses: Annotated[bool, typer.Option("--all", help="Select every harness (schedule, manual runs).")] = False,
+    extra_runtime: Annotated[
+        list[str] | None,
+        typer.Option("--extra-runtime", help="Also probe the reference harness under this runtime (repeatable)."),
+    ] = None,
+    github_output: Annotated[
+        Path | None,
+        typer.Option("--github-output", help="Append `harnesses=` and `matrix=` lines here (e.g. $GITHUB_OUTPUT)."),
+    ] = None,
+    repo: Annotated[Path, typer.Option("--repo", help="Repository root for --base and image parents.")] = checkout_root() or Path.cwd(),
+) -> None:
+    """Print the harnesses to probe as JSON (ci-selection/v1): harness files select that harness, shared code
+    and dependencies select all, documentation selects none. With neither --base nor --changed-file nor --all,
+    paths are read from stdin."""
+    paths: list[str] = []
+    if all_harnesses:
+        paths = []
+    elif base:
+        try:
+            paths = changed_paths(base, repo)
+        except GitError as exc:
+            raise _fail(str(exc)) from None
+    elif changed_file:
+        for listing in changed_file:
+            paths += listing.read_text().splitlines()
+    else:
+        paths = sys.stdin.read().splitlines()
+    sel = select(paths, HARNESSES, images=_harness_images(), parents=image_parents(repo))
+    if all_harnesses:
+        sel.harnesses, sel.all = sorted(HARNESSES), True
+    legs = [{"harness": h, "runtime": "docker"} for h in sel.harnesses]
+    if "reference" in sel.harnesses:
+        legs += [{"harness": "reference", "runtime": r} for r in extra_runtime or [] if r != "docker"]
+    out = {"schema": "ci-selection/v1", **sel.to_json(), "matrix": {"include": legs}}
+    validate(out, "ci-selection/v1", "selection")
+    typer.echo(json.dumps(out, indent=2, sort_keys=True))
+    if github_output:
+        with github_output.open("a") as f:
+            f.write(f"harnesses={json.dumps(sel.harnesses)}\n")
+            f.write(f"matrix={json.dumps(out['matrix'])}\n")
+
+
+@app.command("report")
+def report_command(
+    dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Probe outputs: run directories, or CI leg folders (leg.json + run/)."),
+    ] = None,
+    expect: Annotated[
+        list[str] | None, typer.Option("--expect", help="A harness that must have a result (repeatable).")
+    ] = None,
+    expect_json: Annotated[
+        str | None,
+        typer.Option(
+            "--expect-json",
+            help="JSON list of harness names (ci select's `harnesses`) or of legs (its `matrix.include`).",
+        ),
+    ] = None,
+    artifact_url: Annotated[
+        str | None,
+        typer.Option("--artifact-url", help="Evidence link; {harness}, {runtime} and {dir} are filled in per row."),
+    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the Markdown here.")] = None,
+    check_json: Annotated[
+        Path | None, typer.Option("--check-json", help="Write a GitHub check-run body (name, conclusion, output).")
+    ] = None,
+) -> None:
+    """Print the check as Markdown: per harness pass / fail / unavailable, failed scenarios, the first failure,
+    a local rerun command and the evidence link.
+
+    Exit code 0: every harness passes; 1: a harness failed a check; 2: a measurement is unavailable (a probe
+    exited 2, was cancelled, or left no summary), never a pass.
+    """
+    expected: list[str | tuple[str, str]] = list(expect or [])
+    if expect_json:
+        try:
+            listed = json.loads(expect_json)
+        except json.JSONDecodeError as exc:
+            raise _fail(f"--expect-json is not JSON: {exc}") from None
+        if not isinstance(listed, list):
+            raise _fail("--expect-json must be a JSON list")
+        for x in listed:
+            if isinstance(x, str):
+                expected.append(x)
+            elif isinstance(x, dict) and isinstance(x.get("harness"), str) and isinstance(x.get("runtime"), str):
+                expected.append((x["harness"], x["runtime"]))
+            else:
+                raise _fail("--expect-json items are harness names or matrix legs {harness, runtime}")
+    rows = collect([d for d in dirs or [] if d.is_dir()], expected)
+    missing_dirs = [d for d in dirs or [] if not d.is_dir()]
+    if missing_dirs:
+        typer.echo(f"harness-probe: not a directory: {', '.join(map(str, missing_dirs))}", err=True)
+    markdown = render_markdown(rows, artifact_url)
+    typer.echo(markdown, nl=False)
+    if output:
+        output.write_text(markdown)
+    if check_json:
+        check_json.write_text(dumps(check_run(rows, markdown)))
+    code = exit_code(rows)
+    if missing_dirs:
+        code = max(code, EXIT_ERROR)
+    raise typer.Exit(code)

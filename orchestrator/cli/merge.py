@@ -1,0 +1,32 @@
+"""`harness-probe merge`: join shard outputs into one run directory with one summary.json and reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.merge import MergeError, merge_runs
+from orchestrator.suite import EXIT_ERROR, OutputExists
+
+
+def merge_command(
+    sources: Annotated[
+        list[Path], typer.Argument(exists=True, file_okay=False, help="Run directories (e.g. each `--shard I/N`).")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="New directory for the merged run.")],
+) -> None:
+    """Copy every episode of SOURCES into OUTPUT and write one summary.json, report.md, report.html, junit.xml.
+
+    Refuses overlapping inputs (an episode or shard twice: OverlappingShards), inputs that measured different
+    things (profile, harness-probe version, scenario, image id or harness options: InconsistentShards) and
+    unfinished runs (IncompleteShard). Exit code as `run`: 0 pass, 1 a check failed, 2 an error or a missing episode.
+    """
+    try:
+        res = merge_runs(sources, output)
+    except (MergeError, OutputExists) as exc:
+        typer.echo(f"harness-probe: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+    typer.echo(f"merged {len(res.results)} episode(s) from {len(sources)} run(s): {res.output.resolve()}")
+    raise typer.Exit(res.exit_code)

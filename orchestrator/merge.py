@@ -1,0 +1,161 @@
+"""Merging shard outputs (`run --shard I/N`) into one run directory with one summary.json and one set of reports."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.episode import write_json
+from orchestrator.evidence import FormatError, load_json, validate
+from orchestrator.paths import RunPaths
+from orchestrator.report import report_run
+from orchestrator.scenarios import list_scenarios
+from orchestrator.suite import OutputExists
+
+__all__ = ["IncompleteShard", "InconsistentShards", "MergeError", "MergeResult", "OverlappingShards", "merge_runs"]
+
+
+class MergeError(ValueError):
+    """The inputs cannot be one run; the subclass names why."""
+
+
+class OverlappingShards(MergeError):
+    """Two inputs hold the same harness x scenario episode (or are the same run)."""
+
+
+class InconsistentShards(MergeError):
+    """Inputs that did not measure the same thing: profile, version, scenario, image or option differs."""
+
+
+class IncompleteShard(MergeError):
+    """An input has no summary.json: interrupted, still running, or not a run directory."""
+
+
+@dataclass
+class MergeResult:
+    output: Path
+    results: list[dict[str, Any]]
+    exit_code: int
+
+
+@dataclass
+class _Source:
+    path: Path
+    suite: dict[str, Any]
+    summary: dict[str, Any]
+    episodes: list[tuple[str, str]]
+
+
+def _load(path: Path) -> _Source:
+    paths = RunPaths(path)
+    if not paths.suite.is_file():
+        raise IncompleteShard(f"{path}: no suite.json (not a run directory)")
+    if not (path / "summary.json").is_file():
+        raise IncompleteShard(f"{path}: no summary.json (the run was interrupted or is still running)")
+    try:
+        suite = load_json(paths.suite, "suite/v1")
+        summary = load_json(path / "summary.json", "probe-summary/v1")
+    except (FormatError, ValueError) as exc:
+        raise IncompleteShard(f"{path}: {exc}") from None
+    episodes = [(h["name"], e["scenario"]) for h in summary["harnesses"] for e in h["scenarios"]]
+    return _Source(path, suite, summary, episodes)
+
+
+def _same(what: str, values: dict[str, Any]) -> None:
+    """values: source -> value; all must be equal."""
+    distinct = {repr(v) for v in values.values()}
+    if len(distinct) > 1:
+        shown = "; ".join(f"{src}: {v!r}" for src, v in values.items())
+        raise InconsistentShards(f"{what} differs between inputs ({shown})")
+
+
+def _check(sources: list[_Source]) -> None:
+    _same("profile", {str(s.path): s.summary["profile"] for s in sources})
+    _same("harness-probe version", {str(s.path): s.suite["tool_version"] for s in sources})
+    _same("timeout", {str(s.path): s.suite.get("timeout_seconds") for s in sources})
+    run_ids = [s.suite["run_id"] for s in sources]
+    if len(set(run_ids)) != len(run_ids):
+        raise OverlappingShards(f"the same run appears twice among the inputs (run ids {', '.join(run_ids)})")
+    counts = {str(s.path): s.suite["shard"]["count"] for s in sources if "shard" in s.suite}
+    _same("shard count", counts)
+    indexes = [s.suite["shard"]["index"] for s in sources if "shard" in s.suite]
+    if len(set(indexes)) != len(indexes):
+        raise OverlappingShards(f"shard index given twice: {sorted(indexes)}")
+    keyed: dict[tuple[str, str], dict[str, Any]] = {
+        ("scenario", sc["name"]): {} for s in sources for sc in s.suite["scenarios"]
+    }
+    for s in sources:
+        for sc in s.suite["scenarios"]:
+            keyed[("scenario", sc["name"])][str(s.path)] = sc["sha256"]
+        for name, img in s.suite["images"].items():
+            keyed.setdefault(("image", name), {})[str(s.path)] = img["image_id"]
+        for h in s.suite["harnesses"]:
+            keyed.setdefault(("harness options", h["name"]), {})[str(s.path)] = h["options"]
+        for f, digest in s.suite["inputs"].items():
+            keyed.setdefault(("input file", f), {})[str(s.path)] = digest
+    for (kind, name), values in keyed.items():
+        _same(f"{kind} {name!r}", values)
+    owner: dict[tuple[str, str], Path] = {}
+    for s in sources:
+        for ep in s.episodes:
+            if ep in owner:
+                raise OverlappingShards(f"episode {ep[0]}/{ep[1]} is in both {owner[ep]} and {s.path}")
+            owner[ep] = s.path
+
+
+def _union(items: list[list[dict[str, Any]]], key: str) -> list[dict[str, Any]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for group in items:
+        for item in group:
+            seen.setdefault(item[key], item)
+    return list(seen.values())
+
+
+def merge_runs(sources: list[Path], output: Path) -> MergeResult:
+    """Combine run directories (typically the N shards of one grid) into `output`, a new run directory."""
+    if output.exists():
+        raise OutputExists(f"output directory {output} already exists; choose a new one (results are never mixed)")
+    if not sources:
+        raise MergeError("nothing to merge")
+    loaded = [_load(p) for p in sources]
+    _check(loaded)
+    ordered = sorted(loaded, key=lambda s: (s.suite.get("shard", {}).get("index", 0), s.suite["run_id"]))
+    run_ids = sorted(s.suite["run_id"] for s in ordered)
+    suite: dict[str, Any] = {
+        "schema": "suite/v1",
+        "run_id": "merge-" + hashlib.sha256(" ".join(run_ids).encode()).hexdigest()[:12],
+        "started_at": min(s.suite["started_at"] for s in ordered),
+        "tool_version": ordered[0].suite["tool_version"],
+        "command": shlex.join(["harness-probe", *sys.argv[1:]]),
+        "harnesses": _union([s.suite["harnesses"] for s in ordered], "name"),
+        "scenarios": _union([s.suite["scenarios"] for s in ordered], "name"),
+        "images": {k: v for s in ordered for k, v in s.suite["images"].items()},
+        "inputs": dict(sorted({k: v for s in ordered for k, v in s.suite["inputs"].items()}.items())),
+        "merged_from": [
+            {"run_id": s.suite["run_id"], "source": str(s.path.resolve()), "shard": s.suite.get("shard")}
+            for s in ordered
+        ],
+    }
+    if "timeout_seconds" in ordered[0].suite:
+        suite["timeout_seconds"] = ordered[0].suite["timeout_seconds"]
+    validate(suite, "suite/v1", "merged suite.json")
+    output.mkdir(parents=True)
+    write_json(RunPaths(output).suite, suite)
+    results = []
+    for s in ordered:
+        for h, sc in s.episodes:
+            src, dest = RunPaths(s.path).episode(h, sc).root, RunPaths(output).episode(h, sc).root
+            shutil.copytree(src, dest, symlinks=True)
+            results.append(load_json(dest / "scenario_result.json", "scenario-result/v1"))
+    # Expected: every harness x scenario of the union, so a shard left out shows up as missing episodes.
+    full_suite = {sc["name"] for sc in suite["scenarios"]} >= {sc.name for sc in list_scenarios()}
+    finished = max(s.summary["timestamps"]["finished_at"] for s in ordered)
+    code = report_run(
+        output, suite, results, full_suite=full_suite, started_at=suite["started_at"], finished_at=finished
+    )
+    return MergeResult(output, results, code)

@@ -1,0 +1,124 @@
+"""Episodes of one run side by side: a bounded pool, grid-ordered results, shards, and a stop that leaves nothing."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+__all__ = ["EPISODE_MEMORY_GIB", "Stopped", "default_jobs", "parse_shard", "run_pool", "shard_slice"]
+
+T = TypeVar("T")
+# One episode is a proxy (1 GiB limit) plus a harness; Node harnesses use most of another GiB.
+EPISODE_MEMORY_GIB = 2.0
+MAX_DEFAULT_JOBS = 8
+
+
+class Stopped(RuntimeError):
+    """The pool was stopped before this item started."""
+
+
+def _memory_gib() -> float:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return EPISODE_MEMORY_GIB
+
+
+def default_jobs() -> int:
+    """One episode per CPU, as many as memory holds at EPISODE_MEMORY_GIB each, at most MAX_DEFAULT_JOBS."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cpus, int(_memory_gib() // EPISODE_MEMORY_GIB), MAX_DEFAULT_JOBS))
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` (1-based) -> (I, N); ValueError names what is wrong."""
+    index, sep, count = text.partition("/")
+    if not sep or not index.strip().isdigit() or not count.strip().isdigit():
+        raise ValueError(f"--shard {text!r} is not I/N (e.g. 1/4)")
+    i, n = int(index), int(count)
+    if n < 1 or not 1 <= i <= n:
+        raise ValueError(f"--shard {text!r}: need 1 <= I <= N")
+    return i, n
+
+
+def shard_slice(grid: Sequence[T], index: int, count: int) -> list[T]:
+    """Shard `index` of `count` (1-based): every count-th item of the grid, so slices are disjoint, cover the grid,
+    and spread each harness over the shards. Depends only on the grid's order, never on time or host."""
+    return [item for k, item in enumerate(grid) if k % count == index - 1]
+
+
+def _reap(cleanup: Callable[[], object], futures: Sequence[Future[Any]], grace: float) -> None:
+    """Remove the run's objects until every running item has returned (each removal ends a running episode
+    early: its containers are gone), then once more for whatever a returning episode created meanwhile."""
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            cleanup()
+        except Exception as exc:  # a removal racing an episode's own removal: try again next round
+            log.debug("cleanup round failed", error=str(exc))
+        pending = [f for f in futures if not f.done()]
+        if not pending or time.monotonic() > deadline:
+            break
+        try:
+            wait(pending, timeout=1.0)
+        except KeyboardInterrupt:  # a second Ctrl-C does not abandon the clean-up
+            continue
+    cleanup()
+
+
+def run_pool(
+    items: Sequence[T],
+    work: Callable[[T], dict[str, Any]],
+    jobs: int,
+    cleanup: Callable[[], object],
+    grace: float = 120.0,
+) -> list[dict[str, Any]]:
+    """`work(item)` for every item, at most `jobs` at once; results in the items' order, as a loop would give.
+
+    On any exception (Ctrl-C included) nothing new starts, `cleanup` removes the run's objects until every
+    running item has returned, and the exception propagates.
+    """
+    if jobs <= 1:
+        return [work(item) for item in items]
+    stop = threading.Event()
+
+    def guarded(item: T) -> dict[str, Any]:
+        if stop.is_set():
+            raise Stopped("stopped before it started")
+        try:
+            return work(item)
+        except BaseException:
+            stop.set()  # at once, before this worker takes the next item
+            raise
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="episode")
+    futures = [pool.submit(guarded, item) for item in items]
+    try:
+        pending: set[Future[dict[str, Any]]] = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+            # An episode that raised (a bug of ours) stops the run like a loop would; its error, not a Stopped.
+            errors = [e for f in done if (e := f.exception()) is not None]
+            if errors:
+                raise next((e for e in errors if not isinstance(e, Stopped)), errors[0])
+    except BaseException as exc:
+        stop.set()
+        for f in futures:
+            f.cancel()
+        log.warning("stopping: removing every running episode's containers", running=sum(not f.done() for f in futures))
+        _reap(cleanup, futures, grace)
+        if isinstance(exc, Stopped):  # seen before the failure that caused it: raise that failure
+            cause = [e for f in futures if f.done() and not f.cancelled() and (e := f.exception()) is not None]
+            raise next((e for e in cause if not isinstance(e, Stopped)), exc) from None
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return [f.result() for f in futures]

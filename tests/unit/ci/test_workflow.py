@@ -1,0 +1,103 @@
+"""The shipped workflow: pinned actions, least privilege, and exit codes that survive its shell and make."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from orchestrator.images import REPO_ROOT
+
+WORKFLOW = REPO_ROOT / ".github" / "workflows" / "harness-conformance.yml"
+
+
+def _wf() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(WORKFLOW.read_text())
+    return data
+
+
+def _steps() -> list[tuple[str, dict[str, Any]]]:
+    return [(job, step) for job, spec in _wf()["jobs"].items() for step in spec["steps"]]
+
+
+def test_triggers_and_reuse() -> None:
+    on = _wf()[True]  # YAML 1.1 reads the key `on` as a boolean
+    assert set(on) == {"pull_request", "merge_group", "schedule", "workflow_dispatch", "workflow_call"}
+    assert on["workflow_call"]["inputs"]["base-ref"]["type"] == "string"
+
+
+def test_every_action_pinned_by_sha_with_version_comment() -> None:
+    uses = re.findall(r"^\s*(?:- )?uses: (\S+)(.*)", WORKFLOW.read_text(), re.M)
+    assert uses
+    for ref, comment in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", ref), ref
+        assert re.fullmatch(r" # v\d+\.\d+\.\d+", comment), (ref, comment)
+
+
+def test_least_privilege() -> None:
+    wf = _wf()
+    assert wf["permissions"] == {}
+    writers = {job for job, spec in wf["jobs"].items() if "write" in spec.get("permissions", {}).values()}
+    assert writers == {"report"}
+    assert wf["jobs"]["report"]["permissions"]["checks"] == "write"
+    assert wf["defaults"]["run"]["shell"] == "bash"
+    assert all("timeout-minutes" in spec for spec in wf["jobs"].values())
+    assert wf["jobs"]["probe"]["strategy"]["fail-fast"] is False
+
+
+def test_probe_calls_the_cli_not_make() -> None:
+    scripts = [step["run"] for _, step in _steps() if "run" in step]
+    commands = [ln.strip() for s in scripts for ln in s.splitlines() if not ln.strip().startswith("#")]
+    assert not [c for c in commands if re.search(r"(^|[;&|(]\s*)make\b", c)]
+    assert any(c.startswith("harness-probe --log-format json run ") for c in commands)
+    assert all("timeout-minutes" in step for job, step in _steps() if job == "probe" and "run" in step)
+
+
+def _fake_cli(tmp: Path, run_code: int) -> Path:
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "harness-probe"
+    fake.write_text(f"#!/bin/bash\ncase \" $* \" in *' run '*) exit {run_code};; *) exit 0;; esac\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    return bin_dir
+
+
+@pytest.mark.parametrize(("run_code", "step_ok"), [(0, True), (1, True), (2, False), (130, False)])
+def test_probe_step_keeps_exit_codes(tmp_path: Path, run_code: int, step_ok: bool) -> None:
+    """The probe step's own script under GitHub's `bash -eo pipefail`: 1 is a measurement, 2 is not."""
+    (step,) = [s for job, s in _steps() if job == "probe" and s.get("id") == "probe"]
+    bin_dir = _fake_cli(tmp_path, run_code)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "HARNESS": "hermes",
+        "RUNTIME": "docker",
+        "LEG": str(tmp_path / "leg"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+    }
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"])
+    res = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert (res.returncode == 0) == step_ok, res.stderr
+    leg = json.loads((tmp_path / "leg" / "leg.json").read_text())
+    assert leg == {"schema": "ci-leg/v1", "harness": "hermes", "runtime": "docker", "exit_code": run_code}
+
+
+@pytest.mark.parametrize(("run_code", "make_code"), [(0, 0), (1, 2), (2, 2)])
+def test_make_probe_folds_failures_into_2(tmp_path: Path, run_code: int, make_code: int) -> None:
+    """What README says of `make probe`: GNU make exits 2 for any failing recipe, so CI calls the CLI."""
+    fake = _fake_cli(tmp_path, run_code) / "harness-probe"
+    res = subprocess.run(
+        ["make", "-s", "probe", f"HP={fake}", "HARNESS=hermes", f"OUT={tmp_path / 'out'}"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == make_code, res.stderr

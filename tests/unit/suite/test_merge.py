@@ -1,0 +1,116 @@
+"""`merge`: shards into one run with one summary; overlapping or inconsistent inputs are refused by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.evidence import load_json
+from orchestrator.merge import IncompleteShard, InconsistentShards, OverlappingShards, merge_runs
+from orchestrator.report import build_summary, summary_bytes, without_timestamps
+from tests.unit.report.conftest import checks, make_suite, result, write_run
+
+T0, T1 = "2025-01-01T12:00:00.000Z", "2025-01-01T12:30:00.000Z"
+H, S = ["hermes", "reference"], ["tool_failure", "tool_success"]
+GRID = [(h, s) for h in H for s in S]
+
+
+def _verdict(h: str, s: str) -> str:
+    return "fail" if (h, s) == ("reference", "tool_failure") else "pass"
+
+
+def _results(cells: list[tuple[str, str]], run_id: str) -> list[dict[str, Any]]:
+    out = []
+    for h, s in cells:
+        bad = _verdict(h, s) == "fail"
+        cs = checks(tools__witness_output=("fail", ["differs"])) if bad else checks()
+        out.append(result(h, s, _verdict(h, s), cs, run_id=run_id))
+    return out
+
+
+def _shard(root: Path, index: int, count: int, **suite_changes: Any) -> Path:
+    run_id = f"20250101T12000{index}-shard{index}"
+    cells = [c for k, c in enumerate(GRID) if k % count == index - 1]
+    suite = make_suite(H, S, run_id=run_id)
+    suite.update(shard={"index": index, "count": count}, episodes=[{"harness": h, "scenario": s} for h, s in cells])
+    suite.update(suite_changes)
+    run = write_run(root / f"shard{index}", suite, _results(cells, run_id))
+    (run.dir / "summary.json").write_bytes(summary_bytes(build_summary(run.dir, suite, run.results, True, T0, T1)))
+    return run.dir
+
+
+def _table(summary: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    return {
+        (h["name"], e["scenario"]): (e["verdict"], [(c["id"], c["status"]) for c in e["checks"]])
+        for h in summary["harnesses"]
+        for e in h["scenarios"]
+    }
+
+
+def test_shards_merge_into_the_full_run(tmp_path: Path) -> None:
+    one, two = _shard(tmp_path, 1, 2), _shard(tmp_path, 2, 2)
+    shard_summaries = [json.loads((d / "summary.json").read_text()) for d in (one, two)]
+    assert [s["exit_code"] for s in shard_summaries] == [1, 0]  # each shard alone: its slice only, no missing
+    res = merge_runs([two, one], tmp_path / "merged")
+    summary = load_json(tmp_path / "merged" / "summary.json", "probe-summary/v1")
+    full = write_run(tmp_path / "full", make_suite(H, S), _results(GRID, make_suite(H, S)["run_id"]))
+    expected = build_summary(full.dir, full.suite, full.results, True, T0, T1)
+    assert _table(summary) == _table(expected)
+    assert (summary["exit_code"], summary["errors"], summary["missing"]) == (1, [], [])
+    assert res.exit_code == 1
+    for f in ("report.md", "report.html", "junit.xml"):
+        assert (tmp_path / "merged" / f).is_file()
+    suite = load_json(tmp_path / "merged" / "suite.json", "suite/v1")
+    assert [m["shard"]["index"] for m in suite["merged_from"]] == [1, 2]
+    # Evidence copied untouched: the episode files hash the same as in their shard.
+    from_shards = {k: v["evidence"] for s in shard_summaries for k, v in _episodes(s).items()}
+    assert {k: v["evidence"] for k, v in _episodes(summary).items()} == from_shards
+    assert without_timestamps(summary)["counts"] == without_timestamps(expected)["counts"]
+
+
+def _episodes(summary: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(h["name"], e["scenario"]): e for h in summary["harnesses"] for e in h["scenarios"]}
+
+
+def test_a_missing_shard_is_missing_episodes(tmp_path: Path) -> None:
+    res = merge_runs([_shard(tmp_path, 1, 2)], tmp_path / "merged")
+    summary = load_json(tmp_path / "merged" / "summary.json", "probe-summary/v1")
+    assert res.exit_code == 2 and len(summary["missing"]) == 2
+
+
+def test_overlap_is_refused(tmp_path: Path) -> None:
+    one = _shard(tmp_path, 1, 2)
+    with pytest.raises(OverlappingShards, match="same run"):
+        merge_runs([one, one], tmp_path / "m1")
+    other = _shard(tmp_path / "b", 1, 2, run_id="20250101T999999-other")
+    with pytest.raises(OverlappingShards, match="shard index given twice"):
+        merge_runs([one, other], tmp_path / "m2")
+    assert not (tmp_path / "m1").exists() and not (tmp_path / "m2").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"tool_version": "9.9.9"}, "harness-probe version"),
+        ({"images": {"proxy": {"tag": "t", "image_id": "sha256:" + "f" * 64, "inputs_sha256": "b" * 64}}},
+         "image 'proxy'"),
+        ({"harnesses": [{"name": "hermes", "options": {"model": "other"}}, {"name": "reference", "options": {}}]},
+         "harness options 'hermes'"),
+        ({"shard": {"index": 2, "count": 3}}, "shard count"),
+    ],
+)  # fmt: skip
+def test_inconsistent_inputs_are_refused(tmp_path: Path, change: dict[str, Any], match: str) -> None:
+    one = _shard(tmp_path, 1, 2)
+    two = _shard(tmp_path, 2, 2, **change)
+    with pytest.raises(InconsistentShards, match=match):
+        merge_runs([one, two], tmp_path / "merged")
+
+
+def test_unfinished_input_is_refused(tmp_path: Path) -> None:
+    one = _shard(tmp_path, 1, 2)
+    (one / "summary.json").unlink()
+    with pytest.raises(IncompleteShard, match=r"no summary\.json"):
+        merge_runs([one, _shard(tmp_path, 2, 2)], tmp_path / "merged")

@@ -1,0 +1,80 @@
+"""The episode pool without an engine: grid order, bounded concurrency, shards, and the stop that reaps."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from orchestrator.parallel import default_jobs, parse_shard, run_pool, shard_slice
+
+
+def test_results_in_grid_order_and_bounded() -> None:
+    active, peak, lock = 0, 0, threading.Lock()
+
+    def work(i: int) -> dict[str, int]:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(random.uniform(0, 0.03))
+        with lock:
+            active -= 1
+        return {"i": i}
+
+    out = run_pool(list(range(20)), work, 3, cleanup=lambda: None)
+    assert [r["i"] for r in out] == list(range(20))
+    assert peak == 3
+    assert run_pool(list(range(5)), work, 1, cleanup=lambda: None) == [{"i": i} for i in range(5)]
+
+
+def test_failure_stops_new_work_and_reaps_running_items() -> None:
+    """An episode raising (or Ctrl-C in the main thread) removes the run's objects until running ones return."""
+    removed = threading.Event()
+    started: list[int] = []
+    cleanups = 0
+
+    def cleanup() -> None:
+        nonlocal cleanups
+        cleanups += 1
+        removed.set()  # what removing the containers does to a running episode: it ends
+
+    def work(i: int) -> dict[str, int]:
+        started.append(i)
+        if i == 0:
+            time.sleep(0.05)
+            raise RuntimeError("boom")
+        assert removed.wait(10), "never reaped"
+        return {"i": i}
+
+    with pytest.raises(RuntimeError, match="boom"):
+        run_pool(list(range(10)), work, 2, cleanup=cleanup)
+    assert sorted(started) == [0, 1]  # nothing new started after the failure
+    assert cleanups >= 2  # while items ran, and once after the last returned
+
+
+def test_shards_are_disjoint_cover_and_deterministic() -> None:
+    grid = [(h, s) for h in "abc" for s in range(7)]
+    for n in (1, 2, 3, 5, 30):
+        slices = [shard_slice(grid, i, n) for i in range(1, n + 1)]
+        flat = [x for sl in slices for x in sl]
+        assert sorted(flat) == sorted(grid) and len(flat) == len(grid)
+        assert slices == [shard_slice(grid, i, n) for i in range(1, n + 1)]
+    # Round robin spreads each harness over the shards instead of giving one shard a whole harness.
+    assert {h for h, _ in shard_slice(grid, 1, 2)} == {"a", "b", "c"}
+
+
+@pytest.mark.parametrize(("text", "ok"), [("1/2", (1, 2)), ("3/3", (3, 3)), ("0/2", None), ("3/2", None),
+                                          ("1", None), ("a/b", None), ("1/0", None)])  # fmt: skip
+def test_parse_shard(text: str, ok: tuple[int, int] | None) -> None:
+    if ok:
+        assert parse_shard(text) == ok
+    else:
+        with pytest.raises(ValueError, match="--shard"):
+            parse_shard(text)
+
+
+def test_default_jobs_is_bounded() -> None:
+    assert 1 <= default_jobs() <= 8
