@@ -14,6 +14,7 @@ _PROFILE_MODULES = (
     "rollout_semantic",
     "exercise",
     "attempts",
+    "wire",
     "tools",
     "outcome",
     "egress",

@@ -5,11 +5,13 @@ Checks that depend on it fail as `blocked by`, and every other check keeps its h
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from orchestrator.checks import REGISTRY, Status
+from orchestrator.checks.attempts import TOKEN_FIELDS
 from tests.unit.checks.conftest import Episode, dependents, load_episode
 
 FIXTURE_NAMES = ("tool_success", "tool_failure", "retry_429", "model_error", "parallel_tools")
@@ -190,9 +192,8 @@ def m_witness_status(ep: Episode) -> None:
 
 def m_witness_output(ep: Episode) -> None:
     tool = ep.rollout["tool_calls"][0]
+    # Only the tool record: the history's copy of the result is history.witness_results's to compare.
     tool["output"] += " (edited)"
-    for m in _tool_messages(ep, tool["tool_call_id"]):
-        m["content"] += " (edited)"
 
 
 def m_final_answer(ep: Episode) -> None:
@@ -201,6 +202,42 @@ def m_final_answer(ep: Episode) -> None:
 
 def m_terminal_error(ep: Episode) -> None:
     ep.rollout["outcome"].update(status="completed", final_answer="PROBE_DONE", failure_kind=None, failure_reason=None)
+
+
+def m_exchange(ep: Episode) -> None:
+    # A success's recorded status changed to another 2xx: every join key still matches.
+    _ok_calls(ep)[0]["status_code"] = 201
+
+
+def m_witness_times(ep: Episode) -> None:
+    # The last call recorded as starting 5 s after the proxy had answered it (still in order, still well-formed).
+    last = _calls(ep)[-1]
+    answered = [a for a in _witness(ep, "attempt") if a["kind"] == "model"][-1]["completed_at"]
+    when = datetime.fromisoformat(answered)
+    last["started_at"] = (when + timedelta(seconds=5)).isoformat().replace("+00:00", "Z")
+    last["completed_at"] = (when + timedelta(seconds=6)).isoformat().replace("+00:00", "Z")
+
+
+def m_history_witness(ep: Episode) -> None:
+    # The tool record keeps the true output; only the history the model is said to have seen is edited.
+    first = ep.rollout["tool_calls"][0]["tool_call_id"]
+    for m in _tool_messages(ep, first):
+        m["content"] = "all tests passed\n"
+
+
+def m_faults_played(ep: Episode) -> None:
+    # The retry_429 episode as it would look had the proxy never served the scripted 429s: the harness's
+    # rollout honestly shows three successes, and nothing but the scenario says a fault was due.
+    failed = {c["model_call_id"] for c in _failed_calls(ep)}
+    ep.rollout["model_calls"] = [c for c in _calls(ep) if c["model_call_id"] not in failed]
+    for holder in (*ep.rollout["invocations"], *ep.rollout["steps"]):
+        holder["model_call_refs"] = [r for r in holder["model_call_refs"] if r not in failed]
+    dropped = {a["attempt_id"] for a in _witness(ep, "attempt") if a["status"] == 429}
+    ep.witness[:] = [e for e in ep.witness if e.get("attempt_id") not in dropped or e["event"] != "attempt"]
+    for n, e in enumerate(ep.witness):
+        e["seq"] = n
+    for n, a in enumerate(a for a in ep.witness if a["event"] == "attempt"):
+        a["model_attempt"] = n
 
 
 def m_egress(ep: Episode) -> None:
@@ -243,6 +280,10 @@ CONTROLS = [
     ("outcome.final_answer", "tool_success", m_final_answer),
     ("outcome.terminal_error", "model_error", m_terminal_error),
     ("egress.none", "tool_success", m_egress),
+    ("attempts.exchange", "tool_success", m_exchange),
+    ("calls.witness_times", "tool_success", m_witness_times),
+    ("history.witness_results", "tool_success", m_history_witness),
+    ("witness.faults_played", "retry_429", m_faults_played),
 ]
 
 
@@ -268,6 +309,116 @@ def test_mutation_fails_exactly_its_check(check_id: str, fixture: str, mutate: A
     for k, (s, _) in after.items():
         if k not in failed:
             assert s == before[k][0], f"{k} changed from {before[k][0]} to {s}"
+
+
+def _shift(stamp: str, seconds: float) -> str:
+    return (datetime.fromisoformat(stamp) + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+def lie_failed_protocol(ep: Episode) -> None:
+    _failed_calls(ep)[0]["protocol"] = "responses"
+
+
+def lie_steps_swapped(ep: Episode) -> None:
+    steps = ep.rollout["steps"]
+    steps[0]["model_call_refs"], steps[1]["model_call_refs"] = steps[1]["model_call_refs"], steps[0]["model_call_refs"]
+
+
+def lie_ids_swapped(ep: Episode) -> None:
+    # Two successes' replies swapped whole (id, finish, counts): each call is a real reply, in the wrong place.
+    a, b = _ok_calls(ep)[:2]
+    for key in ("response_id", "finish_reason", "token_stats"):
+        a[key], b[key] = b[key], a[key]
+
+
+def lie_started_long_before(ep: Episode) -> None:
+    first = _calls(ep)[0]
+    first["started_at"] = _shift(first["started_at"], -120)
+
+
+def lie_fabricated_request(ep: Episode) -> None:
+    _ok_calls(ep)[0]["request"] = {"model": "probe-model", "messages": [{"role": "user", "content": "hello"}]}
+
+
+def lie_id_on_failed_call(ep: Episode) -> None:
+    _failed_calls(ep)[0]["response_id"] = "chatcmpl-invented"
+
+
+def lie_wrong_category(ep: Episode) -> None:
+    _failed_calls(ep)[0]["error_category"] = "timeout"
+
+
+def lie_wrong_http_category(ep: Episode) -> None:
+    _failed_calls(ep)[0]["error_category"] = "http_500"
+
+
+# Each class of lie that once passed unnoticed (issue #14), as a mutation of a real episode, and the one check that
+# must now name it (its dependants may fail only as `blocked by`).
+LIES = [
+    ("status 200 -> 201", "attempts.exchange", "tool_success", m_exchange),
+    ("failed attempt's protocol changed", "attempts.exchange", "retry_429", lie_failed_protocol),
+    ("tool result edited only in the history", "history.witness_results", "tool_success", m_history_witness),
+    ("two steps' contents swapped", "steps.witness_attempts", "tool_success", lie_steps_swapped),
+    ("two successes' replies swapped", "attempts.exchange", "tool_success", lie_ids_swapped),
+    ("started after the proxy answered", "calls.witness_times", "tool_success", m_witness_times),
+    ("started long before the request arrived", "calls.witness_times", "tool_success", lie_started_long_before),
+    ("fabricated request", "attempts.exchange", "tool_success", lie_fabricated_request),
+    ("response id on a failed call", "attempts.exchange", "retry_429", lie_id_on_failed_call),
+    ("transport category for a complete 429", "attempts.exchange", "retry_429", lie_wrong_category),
+    ("http_500 for a 429", "attempts.exchange", "retry_429", lie_wrong_http_category),
+    ("scripted 429s never served", "witness.faults_played", "retry_429", m_faults_played),
+]
+
+
+@pytest.mark.parametrize(("lie", "check_id", "fixture", "mutate"), LIES, ids=[x[0] for x in LIES])
+def test_each_class_of_lie_fails_the_check_that_names_it(lie: str, check_id: str, fixture: str, mutate: Any) -> None:
+    test_mutation_fails_exactly_its_check(check_id, fixture, mutate)
+
+
+def _without_ids(name: str) -> Episode:
+    ep = load_episode(name)
+    for call in _ok_calls(ep):
+        call["response_id"] = None
+    return ep
+
+
+def _drop_success(ep: Episode) -> None:
+    dropped = _ok_calls(ep)[1]["model_call_id"]
+    ep.rollout["model_calls"] = [c for c in _calls(ep) if c["model_call_id"] != dropped]
+
+
+def _duplicate_success(ep: Episode) -> None:
+    twin = {**_ok_calls(ep)[1], "model_call_id": "mc-twin"}
+    ep.rollout["model_calls"].insert(2, twin)
+
+
+def _add_success(ep: Episode) -> None:
+    extra = {**_ok_calls(ep)[-1], "model_call_id": "mc-extra", "token_stats": dict.fromkeys(TOKEN_FIELDS, 1)}
+    ep.rollout["model_calls"].append(extra)
+
+
+@pytest.mark.parametrize("change", [_drop_success, _duplicate_success, _add_success])
+def test_tokens_match_never_improves_when_evidence_gets_worse(change: Any) -> None:
+    """Without response ids successes join in order; a changed number of them fails, it never starts to pass."""
+    ep = _without_ids("tool_success")
+    _ok_calls(ep)[1]["token_stats"]["prompt"] = 0  # a wrong count: tokens.match fails before the change
+    assert ep.evaluate()["tokens.match"][0] == Status.FAIL
+    change(ep)
+    status, reasons = ep.evaluate()["tokens.match"]
+    assert status == Status.FAIL
+    assert any("none of them can be joined" in r for r in reasons), reasons
+
+
+def test_an_object_response_id_is_a_named_schema_failure_not_a_checker_error() -> None:
+    ep = load_episode("tool_success")
+    _ok_calls(ep)[0]["response_id"] = {"id": "chatcmpl-x"}
+    results = ep.evaluate()
+    assert results["calls.outcome"] == (
+        Status.FAIL,
+        ["$.model_calls[0].response_id: a dict is not a response id (string or null)"],
+    )
+    errors = {k: r for k, (_, rs) in results.items() for r in rs if r.startswith("checker error")}
+    assert errors == {}
 
 
 def test_successes_without_response_ids_are_still_compared_in_order() -> None:
