@@ -168,10 +168,14 @@ def _body(attempt: dict[str, Any]) -> Any:
     return attempt["request"] if attempt.get("request") is not None else attempt.get("request_sha256")
 
 
+# Tier P0, deliberately (it was P1): the checks credit a harness with retries (steps.witness_attempts places a failed
+# attempt and the reply that ended it in one step, E9; errors.payload_retained joins failures in order). That credit
+# is only true if the later attempt re-sent the request that failed; a changed request is a new request, and a
+# rollout calling it a retry misreports what the harness did. Headers may differ (retry counters), bodies may not.
 @check(
     "attempts.retry_identical",
     kind=Kind.BEHAVIORAL,
-    tier="P1",
+    tier="P0",
     evidence=("E1",),
     location="$[?(@.event=='attempt')].request",
     needs=("witness",),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from orchestrator.checks.evidence import Evidence
 
-__all__ = ["REGISTRY", "Check", "CheckResult", "Kind", "Status", "check", "gate", "run_checks"]
+__all__ = ["REGISTRY", "Check", "CheckResult", "Kind", "Status", "Unverifiable", "check", "gate", "run_checks"]
 
 
 class Status(StrEnum):
@@ -23,6 +23,13 @@ class Kind(StrEnum):
     SCHEMA = "schema"
     SEMANTIC = "semantic"
     BEHAVIORAL = "behavioral"
+
+
+class Unverifiable(Exception):
+    """Raised by a check whose evidence the harness does not put on the wire: not applicable, with the gap named.
+
+    Not a pass: the reason stays on the result, so a report shows what could not be verified and why.
+    """
 
 
 Scope = dict[str, bool]
@@ -118,6 +125,9 @@ def run_checks(ev: Evidence, scope: Scope, checks: list[Check] | None = None) ->
             continue
         try:
             reasons = c.fn(ev)
+        except Unverifiable as gap:
+            res.status, res.reasons = Status.NOT_APPLICABLE, [str(gap)]
+            continue
         except Exception as exc:  # a checker bug must not hide the other checks' verdicts
             reasons = [f"checker error: {type(exc).__name__}: {exc}"]
         if reasons:

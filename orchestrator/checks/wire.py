@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.join import join_calls, rollout_key, witness_key
-from orchestrator.checks.model import Kind, check
+from orchestrator.checks.model import Kind, Unverifiable, check
 from orchestrator.checks.rollout_schema import parse_time
 
 __all__ = ["CLOCK_TOLERANCE", "EARLY_START_LIMIT"]
@@ -181,13 +181,66 @@ def history_witness_results(ev: Evidence) -> list[str]:
     return reasons
 
 
+# Request headers that carry a harness's session id, most specific first (the witness keeps them verbatim).
+SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "x-session-id", "x-session-affinity")
+
+
+def _session(a: dict[str, Any]) -> str | None:
+    headers = a.get("headers") or {}
+    for name in SESSION_HEADERS:
+        if headers.get(name):
+            return f"{name}: {headers[name]}"
+    return None
+
+
+@check(
+    "ownership.wire_sessions",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E8",),
+    location="$.model_calls[*].invocation_id",
+    needs=("rollout", "witness"),
+    depends_on=("ownership.call_owner",),
+)
+def ownership_wire_sessions(ev: Evidence) -> list[str]:
+    """Calls are owned by invocations exactly as the wire groups their attempts by the harness's session header.
+
+    Lie caught: a call moved to another invocation consistently (its owner field and the invocations' references
+    agree with each other, not with the wire); retries and failed attempts included. A harness that sends no
+    session header leaves this unverifiable: not applicable with the gap named, never a pass.
+    """
+    pairs = join_calls(ev).pairs
+    if not any(_session(a) for a in ev.w.attempts(None)):
+        raise Unverifiable(
+            "gap ownership.wire_session_unsent: the harness sends no session header "
+            f"({', '.join(SESSION_HEADERS)}), so its ownership cannot be held to the wire"
+        )
+    by_session: dict[str | None, set[Any]] = {}
+    by_owner: dict[Any, set[str | None]] = {}
+    for c, a in pairs:
+        session = _session(a)
+        by_session.setdefault(session, set()).add(c.get("invocation_id"))
+        by_owner.setdefault(c.get("invocation_id"), set()).add(session)
+    reasons = [
+        f"attempts of one wire session ({session or 'no session header'}) are owned by {len(owners)} invocations: "
+        f"{sorted(map(str, owners))}"
+        for session, owners in by_session.items()
+        if len(owners) > 1
+    ]
+    reasons += [
+        f"invocation {owner!r} owns attempts of {len(sessions)} wire sessions: {sorted(map(str, sessions))}"
+        for owner, sessions in by_owner.items()
+        if len(sessions) > 1
+    ]
+    return reasons
+
+
 @check(
     "steps.witness_attempts",
     kind=Kind.BEHAVIORAL,
     evidence=("E9",),
     location="$.steps[*].model_call_refs",
     needs=("rollout", "witness"),
-    depends_on=("steps.call_refs", "steps.attempt_accounting", "attempts.exchange"),
+    depends_on=("steps.call_refs", "steps.attempt_accounting", "attempts.exchange", "ownership.wire_sessions"),
     scope=("steps",),
 )
 def steps_witness_attempts(ev: Evidence) -> list[str]:
@@ -195,7 +248,8 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
 
     Steps are compared with the wire attempt by attempt, not only by size: two steps whose contents were swapped
     (numbers still in order, attempts not) fail, as does a retry placed in the step after its success. It reads
-    the join of calls to attempts, so it depends on attempts.exchange having found that join in the wire's order.
+    the join of calls to attempts, so it depends on attempts.exchange having found that join in the wire's order,
+    and it reads the steps of all invocations as one sequence, so it depends on the ownership the wire shows.
     """
     groups: list[list[str]] = [[]]
     for a in ev.w.attempts("model"):

@@ -240,6 +240,25 @@ def m_faults_played(ep: Episode) -> None:
         a["model_attempt"] = n
 
 
+def m_wire_sessions(ep: Episode) -> None:
+    # Codex sends its session id on every attempt. Its first, failed attempt is moved to a new child invocation,
+    # consistently: its owner field, both invocations' references, a step and a history of the child all agree.
+    root = ep.rollout["invocations"][0]
+    moved = root["model_call_refs"].pop(0)
+    child = {
+        "invocation_id": "inv-moved",
+        "parent_invocation_id": root["invocation_id"],
+        "model_call_refs": [moved],
+        "conversation": [m for m in root["conversation"] if m.get("role") == "user"][:1],
+    }
+    ep.rollout["invocations"].append(child)
+    next(c for c in _calls(ep) if c["model_call_id"] == moved)["invocation_id"] = "inv-moved"
+    ep.rollout["steps"][0]["model_call_refs"].remove(moved)
+    ep.rollout["steps"].append(
+        {**ep.rollout["steps"][0], "invocation_id": "inv-moved", "step_no": 1, "model_call_refs": [moved]}
+    )
+
+
 def m_egress(ep: Episode) -> None:
     ep.add_event({"event": "egress", "kind": "dns", "target": "telemetry.example.com", "detail": "A"})
 
@@ -284,6 +303,7 @@ CONTROLS = [
     ("calls.witness_times", "tool_success", m_witness_times),
     ("history.witness_results", "tool_success", m_history_witness),
     ("witness.faults_played", "retry_429", m_faults_played),
+    ("ownership.wire_sessions", "native:codex/retry_429", m_wire_sessions),
 ]
 
 
@@ -303,8 +323,12 @@ def test_mutation_fails_exactly_its_check(check_id: str, fixture: str, mutate: A
     assert status == Status.FAIL
     assert reasons and not reasons[0].startswith(("blocked by", "required input", "checker error")), reasons
     failed = {k for k, (s, _) in after.items() if s == Status.FAIL}
-    blocked = {k for k in failed - {check_id} if after[k][1][0].startswith("blocked by")}
-    assert failed - {check_id} - blocked == set(), {k: after[k][1] for k in failed - {check_id} - blocked}
+    # A real harness's captured episode may already fail other checks: those must fail exactly as before.
+    already = {k for k in failed - {check_id} if after[k] == before[k]}
+    blocked = {k for k in failed - {check_id} - already if after[k][1][0].startswith("blocked by")}
+    assert failed - {check_id} - blocked - already == set(), {
+        k: after[k][1] for k in failed - {check_id} - blocked - already
+    }
     assert blocked <= dependents(check_id)
     for k, (s, _) in after.items():
         if k not in failed:
@@ -367,6 +391,12 @@ LIES = [
     ("transport category for a complete 429", "attempts.exchange", "retry_429", lie_wrong_category),
     ("http_500 for a 429", "attempts.exchange", "retry_429", lie_wrong_http_category),
     ("scripted 429s never served", "witness.faults_played", "retry_429", m_faults_played),
+    (
+        "a call moved to another invocation consistently",
+        "ownership.wire_sessions",
+        "native:codex/retry_429",
+        m_wire_sessions,
+    ),
 ]
 
 
