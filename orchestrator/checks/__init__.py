@@ -15,6 +15,7 @@ _PROFILE_MODULES = (
     "exercise",
     "attempts",
     "wire",
+    "totals",
     "tools",
     "outcome",
     "egress",

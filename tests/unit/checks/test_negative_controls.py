@@ -259,6 +259,11 @@ def m_wire_sessions(ep: Episode) -> None:
     )
 
 
+def m_totals(ep: Episode) -> None:
+    # Hermes records only session totals: one more completion token than the provider sent.
+    ep.rollout["invocations"][0]["token_totals"]["completion"] += 1
+
+
 def m_egress(ep: Episode) -> None:
     ep.add_event({"event": "egress", "kind": "dns", "target": "telemetry.example.com", "detail": "A"})
 
@@ -304,6 +309,7 @@ CONTROLS = [
     ("history.witness_results", "tool_success", m_history_witness),
     ("witness.faults_played", "retry_429", m_faults_played),
     ("ownership.wire_sessions", "native:codex/retry_429", m_wire_sessions),
+    ("tokens.totals_match", "native:hermes/retry_429", m_totals),
 ]
 
 
@@ -461,3 +467,43 @@ def test_successes_without_response_ids_are_still_compared_in_order() -> None:
     assert results["tokens.match"][0] == Status.FAIL
     assert "token_stats.prompt is 0" in results["tokens.match"][1][0]
     assert results["attempts.multiset"][0] == Status.FAIL
+
+
+def _with_totals(ep: Episode) -> Episode:
+    """The reference episode as if the harness also recorded session and step totals, honestly."""
+    calls = {c["model_call_id"]: c for c in _calls(ep)}
+
+    def total(refs: list[str]) -> dict[str, int]:
+        oks = [calls[r]["token_stats"] for r in refs if not calls[r]["error_category"]]
+        return {f: sum(o[f] for o in oks) for f in TOKEN_FIELDS}
+
+    for step in ep.rollout["steps"]:
+        step["token_stats"] = total(step["model_call_refs"])
+    inv = ep.rollout["invocations"][0]
+    inv["token_totals"] = total(inv["model_call_refs"])
+    return ep
+
+
+def test_honest_totals_pass_and_a_step_count_off_by_one_fails() -> None:
+    ep = _with_totals(load_episode("retry_429"))
+    assert ep.evaluate()["tokens.totals_match"] == (Status.PASS, [])
+    ep.rollout["steps"][0]["token_stats"]["prompt"] += 1
+    status, reasons = ep.evaluate()["tokens.totals_match"]
+    assert status == Status.FAIL
+    assert any(r.startswith("step 1 of") and "prompt" in r for r in reasons), reasons
+
+
+def test_a_total_where_the_wire_carried_no_usage_fails_and_an_unknown_total_is_never_zero() -> None:
+    ep = _with_totals(load_episode("tool_success"))
+    for a in _witness(ep, "attempt"):
+        a["usage"] = None  # as in usage_omitted: the replies carried no counts
+    for c in _calls(ep):
+        c["token_stats"] = dict.fromkeys(TOKEN_FIELDS)
+    for step in ep.rollout["steps"]:
+        del step["token_stats"]
+    ep.rollout["invocations"][0]["token_totals"] = dict.fromkeys(TOKEN_FIELDS)
+    assert ep.evaluate()["tokens.totals_match"] == (Status.PASS, [])  # unknown stays unknown: nothing claimed
+    ep.rollout["invocations"][0]["token_totals"]["prompt"] = 0
+    status, reasons = ep.evaluate()["tokens.totals_match"]
+    assert status == Status.FAIL
+    assert "carried no prompt count at all" in reasons[0]
