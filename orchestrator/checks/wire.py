@@ -275,4 +275,12 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
         held = [attempt_of[ref] for ref in s.get("model_call_refs") or [] if ref in attempt_of]
         if not set(held) <= set(group):
             reasons.append(f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}")
+    provenance = ev.r.get("provenance")
+    inferred = isinstance(provenance, dict) and provenance.get("retry_placement") == "inferred"
+    if not reasons and inferred and any(len(g) > 1 for g in groups):
+        # The wire agrees with where the normalizer put the retries, but the harness never said: no credit.
+        raise Unverifiable(
+            "gap steps.retry_placement_inferred: the harness records failed attempts apart from its steps; the "
+            "normalizer placed each in the step of the next reply, so the placement is not the harness's evidence"
+        )
     return reasons

@@ -77,6 +77,9 @@ def build_rollout(native: NativeLog) -> dict[str, Any]:
         "steps": steps,
         "tool_calls": tool_calls,
         "outcome": _outcome(root, sorted(dumps_of.get(root.id, []) if root else [], key=_dump_order)),
+        # Provenance: Hermes dumps a request it gave up on apart from its messages: it is placed in the step of the
+        # next reply.
+        "provenance": {"retry_placement": "inferred"},
         "gaps": unique(gaps),
         "extensions": {"hermes": _extensions(native)},
     }

@@ -507,3 +507,20 @@ def test_a_total_where_the_wire_carried_no_usage_fails_and_an_unknown_total_is_n
     status, reasons = ep.evaluate()["tokens.totals_match"]
     assert status == Status.FAIL
     assert "carried no prompt count at all" in reasons[0]
+
+
+def test_an_inferred_retry_placement_is_never_credited_and_still_fails_when_wrong() -> None:
+    """A normalizer that placed retries by inference gets no pass for it; a placement the wire refutes still fails."""
+    ep = load_episode("retry_429")
+    ep.rollout["provenance"] = {"retry_placement": "inferred"}
+    status, reasons = ep.evaluate()["steps.witness_attempts"]
+    assert status == Status.NOT_APPLICABLE
+    assert reasons[0].startswith("gap steps.retry_placement_inferred")
+    m_steps_witness(ep)
+    assert ep.evaluate()["steps.witness_attempts"][0] == Status.FAIL
+
+
+def test_an_inferred_placement_without_retries_is_moot() -> None:
+    ep = load_episode("tool_success")
+    ep.rollout["provenance"] = {"retry_placement": "inferred"}
+    assert ep.evaluate()["steps.witness_attempts"] == (Status.PASS, [])
