@@ -21,8 +21,13 @@ ALLOWED_HEADERS = frozenset(
         "accept",
         "anthropic-version",
         "anthropic-beta",
+        # Session ids, by which the witness groups attempts into sessions (E8): Codex `session-id`, Pi's
+        # underscore form, OpenCode `x-session-id` / `x-session-affinity`, Claude Code (v2.1.86 on) its own.
         "session-id",
+        "session_id",
         "x-session-id",
+        "x-session-affinity",
+        "x-claude-code-session-id",
         "x-client-request-id",
         "thread-id",
     }

@@ -14,6 +14,8 @@ _PROFILE_MODULES = (
     "rollout_semantic",
     "exercise",
     "attempts",
+    "wire",
+    "totals",
     "tools",
     "outcome",
     "egress",

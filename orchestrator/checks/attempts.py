@@ -8,29 +8,12 @@ from collections import Counter
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.join import Key, join_calls, model_calls, rollout_key, witness_key
 from orchestrator.checks.model import Kind, check
 
 __all__ = ["rollout_key", "witness_key"]
 
-Key = tuple[str, Any]
 TOKEN_FIELDS = ("prompt", "completion", "reasoning", "total", "cached")
-
-
-def witness_key(a: dict[str, Any]) -> Key:
-    """Successes are joined by response id; failures by status; a reply that never completed is `interrupted`."""
-    status = a.get("status")
-    if a.get("ended") == "complete" and isinstance(status, int):
-        return ("ok", a.get("response_id")) if 200 <= status < 300 else ("error", status)
-    return ("interrupted", None)
-
-
-def rollout_key(c: dict[str, Any]) -> Key:
-    status = c.get("status_code")
-    if not c.get("error_category") and isinstance(status, int) and 200 <= status < 300:
-        return ("ok", c.get("response_id"))
-    if isinstance(status, int) and not 200 <= status < 300:
-        return ("error", status)
-    return ("interrupted", None)
 
 
 def _describe(key: Key) -> str:
@@ -39,8 +22,7 @@ def _describe(key: Key) -> str:
 
 
 def _calls(ev: Evidence) -> list[dict[str, Any]]:
-    value = ev.r.get("model_calls")
-    return [c for c in value if isinstance(c, dict)] if isinstance(value, list) else []
+    return model_calls(ev)
 
 
 @check(
@@ -69,15 +51,8 @@ def attempts_multiset(ev: Evidence) -> list[str]:
 
 
 def _joined(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Recorded successes paired with the replies they were: by response id, or in order when none has one."""
-    oks = [a for a in ev.w.attempts("model") if witness_key(a)[0] == "ok"]
-    calls = [c for c in _calls(ev) if rollout_key(c)[0] == "ok"]
-    if calls and len(calls) == len(oks) and all(c.get("response_id") is None for c in calls):
-        # A harness that keeps no response ids would otherwise have its counts compared with nothing (a
-        # vacuous pass); joined by order instead, as failed attempts are.
-        return list(zip(calls, oks, strict=True))
-    by_id = {a["response_id"]: a for a in oks}
-    return [(c, by_id[c["response_id"]]) for c in calls if c.get("response_id") in by_id]
+    """Recorded successes paired with the replies they were (by response id, or in order when none has one)."""
+    return [(c, a) for c, a in join_calls(ev).pairs if rollout_key(c)[0] == "ok"]
 
 
 def _name(call: dict[str, Any]) -> str:
@@ -112,8 +87,14 @@ def calls_response_metadata(ev: Evidence) -> list[str]:
     depends_on=("tokens.fields",),
 )
 def tokens_match(ev: Evidence) -> list[str]:
-    """Token counts equal the usage each reply carried; where a reply carried none, every count stays null."""
-    reasons = []
+    """Token counts equal the usage each reply carried; where a reply carried none, every count stays null.
+
+    Lie caught besides wrong counts: successes added, dropped or duplicated by a harness that keeps no response
+    ids. Those are joined in order; when their number differs from the wire's no pairing is evidence, and the
+    check fails rather than compare nothing (a check never improves because the evidence got worse).
+    """
+    broken = join_calls(ev).order_join_broken
+    reasons = [broken] if broken else []
     for c, a in _joined(ev):
         usage = a.get("usage")
         stats = c.get("token_stats") or {}
@@ -181,49 +162,20 @@ def errors_payload_retained(ev: Evidence) -> list[str]:
     return reasons
 
 
-@check(
-    "steps.witness_attempts",
-    kind=Kind.BEHAVIORAL,
-    evidence=("E9",),
-    location="$.steps[*].model_call_refs",
-    needs=("rollout", "witness"),
-    depends_on=("steps.call_refs", "steps.attempt_accounting"),
-    scope=("steps",),
-)
-def steps_witness_attempts(ev: Evidence) -> list[str]:
-    """One step per scripted reply, each holding that reply's attempt and the failed attempts retried before it."""
-    groups: list[int] = []
-    size = 0
-    for a in ev.w.attempts("model"):
-        size += 1
-        if witness_key(a)[0] == "ok":
-            groups.append(size)
-            size = 0
-    if size:
-        groups.append(size)
-    steps = ev.r.get("steps")
-    ordered = sorted(
-        (s for s in (steps if isinstance(steps, list) else []) if isinstance(s, dict)),
-        key=lambda s: s.get("step_no", 0),
-    )
-    recorded = [len(s.get("model_call_refs") or []) for s in ordered]
-    if recorded != groups:
-        return [
-            f"attempts per step recorded {recorded}, witnessed {groups} (a step = retries + the reply that ended them)"
-        ]
-    return []
-
-
 def _body(attempt: dict[str, Any]) -> Any:
     # The parsed body, not the raw bytes: a client may re-serialize the same request with another key order
     # (Codex does); only a body that is not JSON is compared by its hash.
     return attempt["request"] if attempt.get("request") is not None else attempt.get("request_sha256")
 
 
+# Tier P0, deliberately (it was P1): the checks credit a harness with retries (steps.witness_attempts places a failed
+# attempt and the reply that ended it in one step, E9; errors.payload_retained joins failures in order). That credit
+# is only true if the later attempt re-sent the request that failed; a changed request is a new request, and a
+# rollout calling it a retry misreports what the harness did. Headers may differ (retry counters), bodies may not.
 @check(
     "attempts.retry_identical",
     kind=Kind.BEHAVIORAL,
-    tier="P1",
+    tier="P0",
     evidence=("E1",),
     location="$[?(@.event=='attempt')].request",
     needs=("witness",),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.model import Kind, check
 
@@ -83,3 +85,37 @@ def final_answer_sent(ev: Evidence) -> list[str]:
     if ev.w.final_reply() is None:
         return ["the provider never sent the final answer: the harness stopped before it"]
     return []
+
+
+def _fault_reason(fault: dict[str, Any], attempt: dict[str, Any] | None) -> str | None:
+    n, kind = fault["attempt"], fault["kind"]
+    if attempt is None:
+        return f"fault {kind} scripted for model attempt {n}: the harness never made that attempt"
+    if attempt.get("fault") != kind:
+        return f"fault {kind} scripted for model attempt {n}: the wire shows {attempt.get('fault') or 'no fault'}"
+    if kind == "http_error" and attempt.get("status") != fault.get("status"):
+        return f"fault http_error {fault.get('status')} scripted for model attempt {n}: served {attempt.get('status')}"
+    return None
+
+
+@check(
+    "witness.faults_played",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E1", "E7"),
+    location="$[?(@.event=='attempt')].fault",
+    needs=("witness",),
+)
+def faults_played(ev: Evidence) -> list[str]:
+    """Every scripted fault was played on the wire as scripted: the scenario was exercised, whatever the rollout says.
+
+    Lie caught: an episode passing a fault scenario (a retry_429 whose witness shows no 429 served, a stream_cut
+    with no cut) on the honesty of a run that never met the fault. A repeating fault must be played at least at
+    its first attempt; later attempts are the harness's choice.
+    """
+    by_index = {a.get("model_attempt"): a for a in ev.w.attempts("model")}
+    reasons = []
+    for fault in ev.scenario.get("faults") or []:
+        why = _fault_reason(fault, by_index.get(fault["attempt"]))
+        if why:
+            reasons.append(why)
+    return reasons

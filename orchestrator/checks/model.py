@@ -12,7 +12,7 @@ from orchestrator.evidence.bulk import gc_paused
 if TYPE_CHECKING:
     from orchestrator.checks.evidence import Evidence
 
-__all__ = ["REGISTRY", "Check", "CheckResult", "Kind", "Status", "check", "gate", "run_checks"]
+__all__ = ["REGISTRY", "Check", "CheckResult", "Kind", "Status", "Unverifiable", "check", "gate", "run_checks"]
 
 
 class Status(StrEnum):
@@ -25,6 +25,13 @@ class Kind(StrEnum):
     SCHEMA = "schema"
     SEMANTIC = "semantic"
     BEHAVIORAL = "behavioral"
+
+
+class Unverifiable(Exception):
+    """Raised by a check whose evidence the harness does not put on the wire: not applicable, with the gap named.
+
+    Not a pass: the reason stays on the result, so a report shows what could not be verified and why.
+    """
 
 
 Scope = dict[str, bool]
@@ -125,6 +132,9 @@ def _run_checks(ev: Evidence, scope: Scope, checks: list[Check] | None) -> list[
             continue
         try:
             reasons = c.fn(ev)
+        except Unverifiable as gap:
+            res.status, res.reasons = Status.NOT_APPLICABLE, [str(gap)]
+            continue
         except Exception as exc:  # a checker bug must not hide the other checks' verdicts
             reasons = [f"checker error: {type(exc).__name__}: {exc}"]
         if reasons:

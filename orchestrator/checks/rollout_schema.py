@@ -140,6 +140,11 @@ def calls_outcome(ev: Evidence) -> list[str]:
     for i, c in enumerate(_items(ev, "model_calls")):
         at = f"$.model_calls[{i}]"
         status, category = c.get("status_code"), c.get("error_category")
+        rid = c.get("response_id")
+        if rid is not None and not isinstance(rid, str):
+            # Named here, so no later check has to read an id it cannot compare.
+            reasons.append(f"{at}.response_id: a {type(rid).__name__} is not a response id (string or null)")
+            continue
         if status is not None and not (isinstance(status, int) and 100 <= status <= 599):
             reasons.append(f"{at}.status_code: {status!r} is not an HTTP status or null")
             continue

@@ -51,6 +51,12 @@ FINDINGS: dict[str, str] = {
     "outcome.final_answer": "the recorded final answer differs from the one the provider sent",
     "outcome.terminal_error": "a run where every model call failed is not recorded as an error",
     "egress.none": "it tried to reach hosts other than the provider (telemetry, update checks)",
+    "witness.faults_played": "the scenario's scripted faults were not all played: it was not exercised",
+    "attempts.exchange": "a recorded call is not the exchange the wire shows (status, category, request or order)",
+    "calls.witness_times": "recorded call times do not fit the times the requests crossed the wire",
+    "history.witness_results": "the history's tool results differ from what the model saw on the wire",
+    "ownership.wire_sessions": "invocation ownership disagrees with the session header on the wire",
+    "tokens.totals_match": "session or step token totals disagree with the calls or with the wire",
 }
 
 

@@ -56,7 +56,8 @@ MISREPORTS = [
     ("drop_failed_attempt", "retry_429", {"attempts.multiset", "steps.witness_attempts", "errors.payload_retained"}),
     ("duplicate_attempt", "retry_429", {"attempts.multiset", "steps.witness_attempts"}),
     ("wrong_tokens", "tool_success", {"tokens.match"}),
-    ("alter_tool_output", "tool_success", {"tools.witness_output"}),
+    # The mode edits the history too: the model saw the true output on the wire (history.witness_results).
+    ("alter_tool_output", "tool_success", {"tools.witness_output", "history.witness_results"}),
     ("drop_tool_record", "tool_success", {"tools.witness_ids"}),
     ("lost_ownership", "tool_success", {"ownership.call_owner", "steps.call_refs"}),
     ("wrong_answer_report", "tool_success", {"outcome.final_answer"}),

@@ -56,6 +56,9 @@ def build_rollout(native: NativeLog, harness_name: str) -> dict[str, Any]:
         "steps": steps,
         "tool_calls": tool_calls,
         "outcome": _outcome(native),
+        # Provenance: the transcript logs failed requests (api_error) apart from the replies: each is placed in the
+        # step of the next reply.
+        "provenance": {"retry_placement": "inferred"},
         "gaps": _unique(gaps),
         "extensions": {"claude_code": _extensions(native)},
     }

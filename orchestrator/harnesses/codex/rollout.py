@@ -91,6 +91,9 @@ def build_rollout(native: NativeLog) -> dict[str, Any]:
         "steps": steps,
         "tool_calls": list(b.tools.values()),
         "outcome": outcome(b.task_complete, native.events),
+        # Provenance: Codex prints stream retries on stdout apart from its session items: each joins the step of the
+        # reply after it.
+        "provenance": {"retry_placement": "inferred"},
         "gaps": [g.to_json() for g in dict.fromkeys(gaps)],
         "extensions": {"codex": _extension(native, meta)},
     }

@@ -56,6 +56,7 @@ def build_rollout(native: NativeLog) -> dict[str, Any]:
                 "parent_invocation_id": s.parent_id,
                 "model_call_refs": [c.record["model_call_id"] for c in calls],
                 "conversation": _conversation(s),
+                "token_totals": _totals(s.aggregates),
             }
         )
         session_steps, step_of_reply = _steps(s, calls)
@@ -76,6 +77,9 @@ def build_rollout(native: NativeLog) -> dict[str, Any]:
         "steps": steps,
         "tool_calls": tool_calls,
         "outcome": _outcome(root, sorted(dumps_of.get(root.id, []) if root else [], key=_dump_order)),
+        # Provenance: Hermes dumps a request it gave up on apart from its messages: it is placed in the step of the
+        # next reply.
+        "provenance": {"retry_placement": "inferred"},
         "gaps": unique(gaps),
         "extensions": {"hermes": _extensions(native)},
     }
@@ -241,6 +245,26 @@ def _outcome(root: Session | None, dumps: list[RequestDump]) -> dict[str, Any]:
             "failure_reason": message if isinstance(message, str) else None,
         }
     return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+
+
+def _totals(aggregates: dict[str, Any]) -> dict[str, int | None]:
+    """Hermes's session totals in the rollout's convention: its input_tokens leave the cache reads and writes out,
+    the rollout's prompt counts them in (cached is part of prompt). Hermes keeps no total; a column it left empty
+    stays null."""
+
+    def count(key: str) -> int | None:
+        value = aggregates.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    inp, read, write = count("input_tokens"), count("cache_read_tokens"), count("cache_write_tokens")
+    prompt = inp + (read or 0) + (write or 0) if inp is not None else None
+    return {
+        "prompt": prompt,
+        "completion": count("output_tokens"),
+        "reasoning": count("reasoning_tokens"),
+        "total": None,
+        "cached": read,
+    }
 
 
 def _extensions(native: NativeLog) -> dict[str, Any]:

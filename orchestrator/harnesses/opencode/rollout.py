@@ -89,6 +89,9 @@ def build_rollout(native: OpenCodeNative) -> dict[str, Any]:
         "steps": steps,
         "tool_calls": tool_calls,
         "outcome": _outcome(root),
+        # Provenance: OpenCode's log names retried requests apart from its stored steps: each is placed in the step of
+        # the next reply.
+        "provenance": {"retry_placement": "inferred"},
         "gaps": gaps,
         "extensions": {"opencode": {"log_lines": len(native.log), "sessions": [s.id for s in native.sessions]}},
     }

@@ -72,6 +72,8 @@ def build_rollout(native: PiNative) -> dict[str, Any]:
         "steps": steps,
         "tool_calls": tool_calls,
         "outcome": _outcome(root),
+        # Provenance: Pi stores a failed attempt as an error entry: it is placed in the step of the next reply.
+        "provenance": {"retry_placement": "inferred"},
         "gaps": _unique(gaps),
         "extensions": {"pi": _extensions(native)},
     }

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,9 @@ class Episode:
 
 
 def load_episode(name: str) -> Episode:
+    """A reference episode by scenario name, or a real harness's captured episode as `native:<harness>/<name>`."""
+    if name.startswith("native:"):
+        return _load_native(*name.removeprefix("native:").split("/", 1))
     root = FIXTURES / name
     return Episode(
         scenario=json.loads((root / "scenario.json").read_text()),
@@ -54,3 +59,20 @@ def dependents(check_id: str) -> set[str]:
 
 
 Mutation = Callable[[Episode], None]
+
+
+@functools.cache
+def _native(harness: str, name: str) -> Episode:
+    # Imported here: the captured-episode helpers pull in the harness normalizers, which most tests never need.
+    from orchestrator.harnesses import get_harness
+    from tests.unit.harnesses import captured
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = captured.materialize(harness, name, Path(tmp) / name)
+        rollout = get_harness(harness).normalize(paths.native)
+        markers = {p.name: p.read_text() for p in sorted(paths.markers.glob("*"))} if paths.markers.is_dir() else {}
+        return Episode(json.loads(paths.scenario.read_text()), rollout, captured.witness(paths), markers)
+
+
+def _load_native(harness: str, name: str) -> Episode:
+    return _native(harness, name).copy()

@@ -85,6 +85,7 @@ def test_the_exemption_is_the_final_submit_flag_and_nothing_else(episode: Episod
     assert failures(episode) == {
         "witness.results_seen": [f"{CALL_ID}: no later request carried its result"],
         "tools.witness_output": ["blocked by witness.results_seen"],
+        "history.witness_results": ["blocked by witness.results_seen"],
     }
 
 

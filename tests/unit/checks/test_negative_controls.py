@@ -5,11 +5,13 @@ Checks that depend on it fail as `blocked by`, and every other check keeps its h
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from orchestrator.checks import REGISTRY, Status
+from orchestrator.checks.attempts import TOKEN_FIELDS
 from tests.unit.checks.conftest import Episode, dependents, load_episode
 
 FIXTURE_NAMES = ("tool_success", "tool_failure", "retry_429", "model_error", "parallel_tools")
@@ -190,9 +192,8 @@ def m_witness_status(ep: Episode) -> None:
 
 def m_witness_output(ep: Episode) -> None:
     tool = ep.rollout["tool_calls"][0]
+    # Only the tool record: the history's copy of the result is history.witness_results's to compare.
     tool["output"] += " (edited)"
-    for m in _tool_messages(ep, tool["tool_call_id"]):
-        m["content"] += " (edited)"
 
 
 def m_final_answer(ep: Episode) -> None:
@@ -201,6 +202,66 @@ def m_final_answer(ep: Episode) -> None:
 
 def m_terminal_error(ep: Episode) -> None:
     ep.rollout["outcome"].update(status="completed", final_answer="PROBE_DONE", failure_kind=None, failure_reason=None)
+
+
+def m_exchange(ep: Episode) -> None:
+    # A success's recorded status changed to another 2xx: every join key still matches.
+    _ok_calls(ep)[0]["status_code"] = 201
+
+
+def m_witness_times(ep: Episode) -> None:
+    # The last call recorded as starting 5 s after the proxy had answered it (still in order, still well-formed).
+    last = _calls(ep)[-1]
+    answered = [a for a in _witness(ep, "attempt") if a["kind"] == "model"][-1]["completed_at"]
+    when = datetime.fromisoformat(answered)
+    last["started_at"] = (when + timedelta(seconds=5)).isoformat().replace("+00:00", "Z")
+    last["completed_at"] = (when + timedelta(seconds=6)).isoformat().replace("+00:00", "Z")
+
+
+def m_history_witness(ep: Episode) -> None:
+    # The tool record keeps the true output; only the history the model is said to have seen is edited.
+    first = ep.rollout["tool_calls"][0]["tool_call_id"]
+    for m in _tool_messages(ep, first):
+        m["content"] = "all tests passed\n"
+
+
+def m_faults_played(ep: Episode) -> None:
+    # The retry_429 episode as it would look had the proxy never served the scripted 429s: the harness's
+    # rollout honestly shows three successes, and nothing but the scenario says a fault was due.
+    failed = {c["model_call_id"] for c in _failed_calls(ep)}
+    ep.rollout["model_calls"] = [c for c in _calls(ep) if c["model_call_id"] not in failed]
+    for holder in (*ep.rollout["invocations"], *ep.rollout["steps"]):
+        holder["model_call_refs"] = [r for r in holder["model_call_refs"] if r not in failed]
+    dropped = {a["attempt_id"] for a in _witness(ep, "attempt") if a["status"] == 429}
+    ep.witness[:] = [e for e in ep.witness if e.get("attempt_id") not in dropped or e["event"] != "attempt"]
+    for n, e in enumerate(ep.witness):
+        e["seq"] = n
+    for n, a in enumerate(a for a in ep.witness if a["event"] == "attempt"):
+        a["model_attempt"] = n
+
+
+def m_wire_sessions(ep: Episode) -> None:
+    # Codex sends its session id on every attempt. Its first, failed attempt is moved to a new child invocation,
+    # consistently: its owner field, both invocations' references, a step and a history of the child all agree.
+    root = ep.rollout["invocations"][0]
+    moved = root["model_call_refs"].pop(0)
+    child = {
+        "invocation_id": "inv-moved",
+        "parent_invocation_id": root["invocation_id"],
+        "model_call_refs": [moved],
+        "conversation": [m for m in root["conversation"] if m.get("role") == "user"][:1],
+    }
+    ep.rollout["invocations"].append(child)
+    next(c for c in _calls(ep) if c["model_call_id"] == moved)["invocation_id"] = "inv-moved"
+    ep.rollout["steps"][0]["model_call_refs"].remove(moved)
+    ep.rollout["steps"].append(
+        {**ep.rollout["steps"][0], "invocation_id": "inv-moved", "step_no": 1, "model_call_refs": [moved]}
+    )
+
+
+def m_totals(ep: Episode) -> None:
+    # Hermes records only session totals: one more completion token than the provider sent.
+    ep.rollout["invocations"][0]["token_totals"]["completion"] += 1
 
 
 def m_egress(ep: Episode) -> None:
@@ -243,6 +304,12 @@ CONTROLS = [
     ("outcome.final_answer", "tool_success", m_final_answer),
     ("outcome.terminal_error", "model_error", m_terminal_error),
     ("egress.none", "tool_success", m_egress),
+    ("attempts.exchange", "tool_success", m_exchange),
+    ("calls.witness_times", "tool_success", m_witness_times),
+    ("history.witness_results", "tool_success", m_history_witness),
+    ("witness.faults_played", "retry_429", m_faults_played),
+    ("ownership.wire_sessions", "native:codex/retry_429", m_wire_sessions),
+    ("tokens.totals_match", "native:hermes/retry_429", m_totals),
 ]
 
 
@@ -262,12 +329,132 @@ def test_mutation_fails_exactly_its_check(check_id: str, fixture: str, mutate: A
     assert status == Status.FAIL
     assert reasons and not reasons[0].startswith(("blocked by", "required input", "checker error")), reasons
     failed = {k for k, (s, _) in after.items() if s == Status.FAIL}
-    blocked = {k for k in failed - {check_id} if after[k][1][0].startswith("blocked by")}
-    assert failed - {check_id} - blocked == set(), {k: after[k][1] for k in failed - {check_id} - blocked}
+    # A real harness's captured episode may already fail other checks: those must fail exactly as before.
+    already = {k for k in failed - {check_id} if after[k] == before[k]}
+    blocked = {k for k in failed - {check_id} - already if after[k][1][0].startswith("blocked by")}
+    assert failed - {check_id} - blocked - already == set(), {
+        k: after[k][1] for k in failed - {check_id} - blocked - already
+    }
     assert blocked <= dependents(check_id)
     for k, (s, _) in after.items():
         if k not in failed:
             assert s == before[k][0], f"{k} changed from {before[k][0]} to {s}"
+
+
+def _shift(stamp: str, seconds: float) -> str:
+    return (datetime.fromisoformat(stamp) + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+def lie_failed_protocol(ep: Episode) -> None:
+    _failed_calls(ep)[0]["protocol"] = "responses"
+
+
+def lie_steps_swapped(ep: Episode) -> None:
+    steps = ep.rollout["steps"]
+    steps[0]["model_call_refs"], steps[1]["model_call_refs"] = steps[1]["model_call_refs"], steps[0]["model_call_refs"]
+
+
+def lie_ids_swapped(ep: Episode) -> None:
+    # Two successes' replies swapped whole (id, finish, counts): each call is a real reply, in the wrong place.
+    a, b = _ok_calls(ep)[:2]
+    for key in ("response_id", "finish_reason", "token_stats"):
+        a[key], b[key] = b[key], a[key]
+
+
+def lie_started_long_before(ep: Episode) -> None:
+    first = _calls(ep)[0]
+    first["started_at"] = _shift(first["started_at"], -120)
+
+
+def lie_fabricated_request(ep: Episode) -> None:
+    _ok_calls(ep)[0]["request"] = {"model": "probe-model", "messages": [{"role": "user", "content": "hello"}]}
+
+
+def lie_id_on_failed_call(ep: Episode) -> None:
+    _failed_calls(ep)[0]["response_id"] = "chatcmpl-invented"
+
+
+def lie_wrong_category(ep: Episode) -> None:
+    _failed_calls(ep)[0]["error_category"] = "timeout"
+
+
+def lie_wrong_http_category(ep: Episode) -> None:
+    _failed_calls(ep)[0]["error_category"] = "http_500"
+
+
+# Each class of lie that once passed unnoticed (issue #14), as a mutation of a real episode, and the one check that
+# must now name it (its dependants may fail only as `blocked by`).
+LIES = [
+    ("status 200 -> 201", "attempts.exchange", "tool_success", m_exchange),
+    ("failed attempt's protocol changed", "attempts.exchange", "retry_429", lie_failed_protocol),
+    ("tool result edited only in the history", "history.witness_results", "tool_success", m_history_witness),
+    ("two steps' contents swapped", "steps.witness_attempts", "tool_success", lie_steps_swapped),
+    ("two successes' replies swapped", "attempts.exchange", "tool_success", lie_ids_swapped),
+    ("started after the proxy answered", "calls.witness_times", "tool_success", m_witness_times),
+    ("started long before the request arrived", "calls.witness_times", "tool_success", lie_started_long_before),
+    ("fabricated request", "attempts.exchange", "tool_success", lie_fabricated_request),
+    ("response id on a failed call", "attempts.exchange", "retry_429", lie_id_on_failed_call),
+    ("transport category for a complete 429", "attempts.exchange", "retry_429", lie_wrong_category),
+    ("http_500 for a 429", "attempts.exchange", "retry_429", lie_wrong_http_category),
+    ("scripted 429s never served", "witness.faults_played", "retry_429", m_faults_played),
+    (
+        "a call moved to another invocation consistently",
+        "ownership.wire_sessions",
+        "native:codex/retry_429",
+        m_wire_sessions,
+    ),
+]
+
+
+@pytest.mark.parametrize(("lie", "check_id", "fixture", "mutate"), LIES, ids=[x[0] for x in LIES])
+def test_each_class_of_lie_fails_the_check_that_names_it(lie: str, check_id: str, fixture: str, mutate: Any) -> None:
+    test_mutation_fails_exactly_its_check(check_id, fixture, mutate)
+
+
+def _without_ids(name: str) -> Episode:
+    ep = load_episode(name)
+    for call in _ok_calls(ep):
+        call["response_id"] = None
+    return ep
+
+
+def _drop_success(ep: Episode) -> None:
+    dropped = _ok_calls(ep)[1]["model_call_id"]
+    ep.rollout["model_calls"] = [c for c in _calls(ep) if c["model_call_id"] != dropped]
+
+
+def _duplicate_success(ep: Episode) -> None:
+    twin = {**_ok_calls(ep)[1], "model_call_id": "mc-twin"}
+    ep.rollout["model_calls"].insert(2, twin)
+
+
+def _add_success(ep: Episode) -> None:
+    extra = {**_ok_calls(ep)[-1], "model_call_id": "mc-extra", "token_stats": dict.fromkeys(TOKEN_FIELDS, 1)}
+    ep.rollout["model_calls"].append(extra)
+
+
+@pytest.mark.parametrize("change", [_drop_success, _duplicate_success, _add_success])
+def test_tokens_match_never_improves_when_evidence_gets_worse(change: Any) -> None:
+    """Without response ids successes join in order; a changed number of them fails, it never starts to pass."""
+    ep = _without_ids("tool_success")
+    _ok_calls(ep)[1]["token_stats"]["prompt"] = 0  # a wrong count: tokens.match fails before the change
+    assert ep.evaluate()["tokens.match"][0] == Status.FAIL
+    change(ep)
+    status, reasons = ep.evaluate()["tokens.match"]
+    assert status == Status.FAIL
+    assert any("none of them can be joined" in r for r in reasons), reasons
+
+
+def test_an_object_response_id_is_a_named_schema_failure_not_a_checker_error() -> None:
+    ep = load_episode("tool_success")
+    _ok_calls(ep)[0]["response_id"] = {"id": "chatcmpl-x"}
+    results = ep.evaluate()
+    assert results["calls.outcome"] == (
+        Status.FAIL,
+        ["$.model_calls[0].response_id: a dict is not a response id (string or null)"],
+    )
+    errors = {k: r for k, (_, rs) in results.items() for r in rs if r.startswith("checker error")}
+    assert errors == {}
 
 
 def test_successes_without_response_ids_are_still_compared_in_order() -> None:
@@ -280,3 +467,60 @@ def test_successes_without_response_ids_are_still_compared_in_order() -> None:
     assert results["tokens.match"][0] == Status.FAIL
     assert "token_stats.prompt is 0" in results["tokens.match"][1][0]
     assert results["attempts.multiset"][0] == Status.FAIL
+
+
+def _with_totals(ep: Episode) -> Episode:
+    """The reference episode as if the harness also recorded session and step totals, honestly."""
+    calls = {c["model_call_id"]: c for c in _calls(ep)}
+
+    def total(refs: list[str]) -> dict[str, int]:
+        oks = [calls[r]["token_stats"] for r in refs if not calls[r]["error_category"]]
+        return {f: sum(o[f] for o in oks) for f in TOKEN_FIELDS}
+
+    for step in ep.rollout["steps"]:
+        step["token_stats"] = total(step["model_call_refs"])
+    inv = ep.rollout["invocations"][0]
+    inv["token_totals"] = total(inv["model_call_refs"])
+    return ep
+
+
+def test_honest_totals_pass_and_a_step_count_off_by_one_fails() -> None:
+    ep = _with_totals(load_episode("retry_429"))
+    assert ep.evaluate()["tokens.totals_match"] == (Status.PASS, [])
+    ep.rollout["steps"][0]["token_stats"]["prompt"] += 1
+    status, reasons = ep.evaluate()["tokens.totals_match"]
+    assert status == Status.FAIL
+    assert any(r.startswith("step 1 of") and "prompt" in r for r in reasons), reasons
+
+
+def test_a_total_where_the_wire_carried_no_usage_fails_and_an_unknown_total_is_never_zero() -> None:
+    ep = _with_totals(load_episode("tool_success"))
+    for a in _witness(ep, "attempt"):
+        a["usage"] = None  # as in usage_omitted: the replies carried no counts
+    for c in _calls(ep):
+        c["token_stats"] = dict.fromkeys(TOKEN_FIELDS)
+    for step in ep.rollout["steps"]:
+        del step["token_stats"]
+    ep.rollout["invocations"][0]["token_totals"] = dict.fromkeys(TOKEN_FIELDS)
+    assert ep.evaluate()["tokens.totals_match"] == (Status.PASS, [])  # unknown stays unknown: nothing claimed
+    ep.rollout["invocations"][0]["token_totals"]["prompt"] = 0
+    status, reasons = ep.evaluate()["tokens.totals_match"]
+    assert status == Status.FAIL
+    assert "carried no prompt count at all" in reasons[0]
+
+
+def test_an_inferred_retry_placement_is_never_credited_and_still_fails_when_wrong() -> None:
+    """A normalizer that placed retries by inference gets no pass for it; a placement the wire refutes still fails."""
+    ep = load_episode("retry_429")
+    ep.rollout["provenance"] = {"retry_placement": "inferred"}
+    status, reasons = ep.evaluate()["steps.witness_attempts"]
+    assert status == Status.NOT_APPLICABLE
+    assert reasons[0].startswith("gap steps.retry_placement_inferred")
+    m_steps_witness(ep)
+    assert ep.evaluate()["steps.witness_attempts"][0] == Status.FAIL
+
+
+def test_an_inferred_placement_without_retries_is_moot() -> None:
+    ep = load_episode("tool_success")
+    ep.rollout["provenance"] = {"retry_placement": "inferred"}
+    assert ep.evaluate()["steps.witness_attempts"] == (Status.PASS, [])

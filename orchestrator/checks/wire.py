@@ -1,0 +1,301 @@
+"""Behavioral checks that hold recorded facts to the exchange on the wire: status, category, request, times, order."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.join import join_calls, model_calls, rollout_key, witness_key
+from orchestrator.checks.model import Kind, Unverifiable, check
+from orchestrator.checks.rollout_schema import parse_time
+
+__all__ = ["CLOCK_TOLERANCE", "EARLY_START_LIMIT"]
+
+_HTTP_CATEGORY = re.compile(r"http_(\d{3})")
+# Categories that name a transport failure: no complete HTTP reply was seen. A complete error reply called one of
+# these is a wrong category, except a gateway/request timeout status, which a harness may fairly call `timeout`.
+_TRANSPORT = frozenset({"timeout", "connection", "stream_cut", "reset", "cut", "withheld"})
+_TIMEOUT_STATUSES = frozenset({408, 504})
+
+# Harness and proxy share the host clock, so the witness's times bound the recorded ones. Harnesses write times at
+# millisecond or whole-second resolution and take them just before sending / just after parsing: one second either
+# side absorbs that. A call recorded as starting more than EARLY_START_LIMIT before its request reached the proxy
+# is not the start of that attempt (it is an earlier attempt's, or invented): nothing between a harness's clock
+# read and its send (connect, TLS to a local proxy) takes that long in a probe pod.
+CLOCK_TOLERANCE = timedelta(seconds=1)
+EARLY_START_LIMIT = timedelta(seconds=30)
+
+
+def _name(c: dict[str, Any]) -> str:
+    return str(c.get("model_call_id"))
+
+
+def _same_request(recorded: Any, attempt: dict[str, Any]) -> bool:
+    if isinstance(recorded, str):
+        if hashlib.sha256(recorded.encode()).hexdigest() == attempt.get("request_sha256"):
+            return True
+        try:
+            recorded = json.loads(recorded)
+        except json.JSONDecodeError:
+            return False
+    return attempt.get("request") is not None and recorded == attempt["request"]
+
+
+def _category_reason(c: dict[str, Any], a: dict[str, Any]) -> str | None:
+    category = c.get("error_category")
+    if not isinstance(category, str) or not category:
+        return None
+    kind, status = witness_key(a)
+    http = _HTTP_CATEGORY.fullmatch(category)
+    if http:
+        if kind != "error" or status != int(http.group(1)):
+            seen = f"HTTP {status} reply" if kind == "error" else f"reply that ended {a.get('ended')!r}"
+            return f"{_name(c)}: error_category {category!r}, the wire shows a {seen}"
+        return None
+    if kind == "error" and category in _TRANSPORT and not (category == "timeout" and status in _TIMEOUT_STATUSES):
+        return (
+            f"{_name(c)}: error_category {category!r} is a transport failure, the wire shows a complete HTTP {status}"
+        )
+    return None
+
+
+@check(
+    "attempts.exchange",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E1", "E7"),
+    location="$.model_calls[*]",
+    needs=("rollout", "witness"),
+)
+def attempts_exchange(ev: Evidence) -> list[str]:
+    """Each recorded call is the whole exchange of its witnessed attempt, in the order the wire saw them.
+
+    Lies caught: a success's status changed to another 2xx (200 -> 201); a failed attempt's protocol changed; a
+    response id or finish reason on a failed call; an error category the reply contradicts (`http_500` for a
+    429, `timeout` for a complete 429, `http_429` for a withheld reply); a recorded request that is not the one
+    sent; and calls recorded in another order than the wire's (two successes' response ids swapped).
+    """
+    joined = join_calls(ev)
+    reasons = []
+    for c, a in joined.pairs:
+        status, sent = c.get("status_code"), a.get("status")
+        complete = a.get("ended") == "complete"
+        if complete and status != sent:
+            reasons.append(f"{_name(c)}: status_code {status!r}, the wire answered {sent!r}")
+        elif not complete and status is not None and status != sent:
+            reasons.append(f"{_name(c)}: status_code {status!r}, the wire's reply ({a.get('ended')}) had {sent!r}")
+        if rollout_key(c)[0] != "ok":
+            # A success's protocol and finish reason are calls.response_metadata's; a failure's are judged here.
+            if c.get("protocol") != a.get("protocol"):
+                reasons.append(f"{_name(c)}: protocol {c.get('protocol')!r}, the request used {a.get('protocol')!r}")
+            for key in ("response_id", "finish_reason"):
+                if c.get(key) is not None:
+                    reasons.append(f"{_name(c)}: a failed attempt records {key} {c.get(key)!r}; the wire sent none")
+            why = _category_reason(c, a)
+            if why:
+                reasons.append(why)
+        if c.get("request") is not None and not _same_request(c["request"], a):
+            reasons.append(f"{_name(c)}: the recorded request is not the one {a['attempt_id']} sent")
+    for c, a in joined.out_of_order:
+        reasons.append(f"{_name(c)}: recorded after calls the wire saw later than {a['attempt_id']}")
+    return reasons
+
+
+def _unambiguous(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Pairs whose join names one attempt for certain: a success by its id, or a failure whose status the rollout
+    records exactly as often as the wire shows it. With one of two 429s dropped, which one a recorded 429 was is a
+    guess, and a time compared against a guess would blame the times for a missing attempt (multiset's finding)."""
+    witnessed = Counter(witness_key(a) for a in ev.w.attempts(None))
+    recorded = Counter(rollout_key(c) for c in model_calls(ev))
+    return [
+        (c, a)
+        for c, a in join_calls(ev).pairs
+        if (rollout_key(c)[0] == "ok" and c.get("response_id") is not None)
+        or witnessed[rollout_key(c)] == recorded[rollout_key(c)]
+    ]
+
+
+@check(
+    "calls.witness_times",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E1",),
+    location="$.model_calls[*].started_at",
+    needs=("rollout", "witness"),
+    depends_on=("calls.timing",),
+)
+def calls_witness_times(ev: Evidence) -> list[str]:
+    """Each call's recorded times fit its attempt on the wire (shared clock, 1 s tolerance, start at most 30 s early).
+
+    Lies caught: a call recorded as starting after the proxy had already answered it, or completing before its
+    request arrived, or starting long before its request arrived; well-formed, ordered times that are not the
+    attempt's own.
+    """
+    reasons = []
+    for c, a in _unambiguous(ev):
+        start, end = parse_time(c.get("started_at")), parse_time(c.get("completed_at"))
+        sent, answered = parse_time(a.get("started_at")), parse_time(a.get("completed_at"))
+        if start is None or end is None or sent is None or answered is None:
+            continue  # calls.timing names malformed recorded times; witness times are schema-checked
+        if start > answered + CLOCK_TOLERANCE:
+            reasons.append(f"{_name(c)}: started_at {c['started_at']} after the proxy answered at {a['completed_at']}")
+        if end < sent - CLOCK_TOLERANCE:
+            reasons.append(
+                f"{_name(c)}: completed_at {c['completed_at']} before its request arrived at {a['started_at']}"
+            )
+        if start < sent - EARLY_START_LIMIT:
+            reasons.append(
+                f"{_name(c)}: started_at {c['started_at']} more than {EARLY_START_LIMIT.seconds} s before its "
+                f"request arrived at {a['started_at']}"
+            )
+    return reasons
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        if parts and all(isinstance(p, str) for p in parts):
+            return "".join(parts)  # type: ignore[arg-type]
+    return None
+
+
+@check(
+    "history.witness_results",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E4",),
+    location="$.invocations[*].conversation[?(@.role=='tool')].content",
+    needs=("rollout", "witness"),
+    depends_on=("history.rebuildable", "witness.results_seen"),
+    scope=("tools",),
+)
+def history_witness_results(ev: Evidence) -> list[str]:
+    """Each tool result in the recorded history is what the model saw on the wire as that call's result.
+
+    Lie caught: a tool result edited only in the conversation history (the tool record keeps the true output,
+    the history the rollout says the model saw does not match the request bodies the proxy received).
+    """
+    reasons = []
+    for inv in ev.r.get("invocations") or []:
+        for n, m in enumerate(inv.get("conversation") or []):
+            if not isinstance(m, dict) or m.get("role") != "tool":
+                continue
+            seen = {s["output"] for s in ev.w.results_seen(str(m.get("tool_call_id")))}
+            if not seen:
+                continue  # a result the wire never carried is witness.results_seen's finding
+            text = _text(m.get("content"))
+            if text not in seen:
+                reasons.append(
+                    f"invocation {inv.get('invocation_id')}: conversation[{n}] gives {m.get('tool_call_id')!r} "
+                    f"the result {text!r}, the model saw {sorted(seen)!r}"
+                )
+    return reasons
+
+
+# Request headers that carry a harness's session id, most specific first (the witness keeps them verbatim).
+SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "x-session-id", "x-session-affinity")
+
+
+def _session(a: dict[str, Any]) -> str | None:
+    headers = a.get("headers") or {}
+    for name in SESSION_HEADERS:
+        if headers.get(name):
+            return f"{name}: {headers[name]}"
+    return None
+
+
+@check(
+    "ownership.wire_sessions",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E8",),
+    location="$.model_calls[*].invocation_id",
+    needs=("rollout", "witness"),
+    depends_on=("ownership.call_owner",),
+)
+def ownership_wire_sessions(ev: Evidence) -> list[str]:
+    """Calls are owned by invocations exactly as the wire groups their attempts by the harness's session header.
+
+    Lie caught: a call moved to another invocation consistently (its owner field and the invocations' references
+    agree with each other, not with the wire); retries and failed attempts included. A harness that sends no
+    session header leaves this unverifiable: not applicable with the gap named, never a pass.
+    """
+    pairs = join_calls(ev).pairs
+    if not any(_session(a) for a in ev.w.attempts(None)):
+        raise Unverifiable(
+            "gap ownership.wire_session_unsent: the harness sends no session header "
+            f"({', '.join(SESSION_HEADERS)}), so its ownership cannot be held to the wire"
+        )
+    by_session: dict[str | None, set[Any]] = {}
+    by_owner: dict[Any, set[str | None]] = {}
+    for c, a in pairs:
+        session = _session(a)
+        by_session.setdefault(session, set()).add(c.get("invocation_id"))
+        by_owner.setdefault(c.get("invocation_id"), set()).add(session)
+    reasons = [
+        f"attempts of one wire session ({session or 'no session header'}) are owned by {len(owners)} invocations: "
+        f"{sorted(map(str, owners))}"
+        for session, owners in by_session.items()
+        if len(owners) > 1
+    ]
+    reasons += [
+        f"invocation {owner!r} owns attempts of {len(sessions)} wire sessions: {sorted(map(str, sessions))}"
+        for owner, sessions in by_owner.items()
+        if len(sessions) > 1
+    ]
+    return reasons
+
+
+@check(
+    "steps.witness_attempts",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E9",),
+    location="$.steps[*].model_call_refs",
+    needs=("rollout", "witness"),
+    depends_on=("steps.call_refs", "steps.attempt_accounting", "attempts.exchange", "ownership.wire_sessions"),
+    scope=("steps",),
+)
+def steps_witness_attempts(ev: Evidence) -> list[str]:
+    """One step per scripted reply, each holding that reply's attempt and the failed attempts retried before it.
+
+    Steps are compared with the wire attempt by attempt, not only by size: two steps whose contents were swapped
+    (numbers still in order, attempts not) fail, as does a retry placed in the step after its success. It reads
+    the join of calls to attempts, so it depends on attempts.exchange having found that join in the wire's order,
+    and it reads the steps of all invocations as one sequence, so it depends on the ownership the wire shows.
+    """
+    groups: list[list[str]] = [[]]
+    for a in ev.w.attempts("model"):
+        groups[-1].append(a["attempt_id"])
+        if witness_key(a)[0] == "ok":
+            groups.append([])
+    groups = [g for g in groups if g]
+    attempt_of = {c.get("model_call_id"): a["attempt_id"] for c, a in join_calls(ev).pairs}
+    steps = ev.r.get("steps")
+    ordered = sorted(
+        (s for s in (steps if isinstance(steps, list) else []) if isinstance(s, dict)),
+        key=lambda s: s.get("step_no", 0),
+    )
+    recorded = [len(s.get("model_call_refs") or []) for s in ordered]
+    if recorded != [len(g) for g in groups]:
+        return [
+            f"attempts per step recorded {recorded}, witnessed {[len(g) for g in groups]} "
+            "(a step = retries + the reply that ended them)"
+        ]
+    reasons: list[str] = []
+    for n, (s, group) in enumerate(zip(ordered, groups, strict=True), start=1):
+        # A call the wire cannot match is attempts.multiset's finding; here only joined calls are placed.
+        held = [attempt_of[ref] for ref in s.get("model_call_refs") or [] if ref in attempt_of]
+        if not set(held) <= set(group):
+            reasons.append(f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}")
+    provenance = ev.r.get("provenance")
+    inferred = isinstance(provenance, dict) and provenance.get("retry_placement") == "inferred"
+    if not reasons and inferred and any(len(g) > 1 for g in groups):
+        # The wire agrees with where the normalizer put the retries, but the harness never said: no credit.
+        raise Unverifiable(
+            "gap steps.retry_placement_inferred: the harness records failed attempts apart from its steps; the "
+            "normalizer placed each in the step of the next reply, so the placement is not the harness's evidence"
+        )
+    return reasons
