@@ -49,11 +49,15 @@ def select_command(
         Path | None,
         typer.Option("--github-output", help="Append `harnesses=` and `matrix=` lines here (e.g. $GITHUB_OUTPUT)."),
     ] = None,
-    repo: Annotated[Path, typer.Option("--repo", help="Repository root for --base and image parents.")] = checkout_root() or Path.cwd(),
+    repo: Annotated[
+        Path | None,
+        typer.Option("--repo", help="Repository root for --base and image parents (default: this checkout, else .)."),
+    ] = None,
 ) -> None:
     """Print the harnesses to probe as JSON (ci-selection/v1): harness files select that harness, shared code
     and dependencies select all, documentation selects none. With neither --base nor --changed-file nor --all,
     paths are read from stdin."""
+    repo = repo or checkout_root() or Path.cwd()
     paths: list[str] = []
     if all_harnesses:
         paths = []

@@ -11,8 +11,10 @@ import pytest
 from orchestrator.ci.select import GitError, changed_paths, image_parents, select
 from orchestrator.evidence import validate
 from orchestrator.harnesses import HARNESSES, get_harness
-from orchestrator.images import REPO_ROOT
+from orchestrator.resources import checkout_root
 from tests.unit.ci.conftest import hp
+
+REPO_ROOT = checkout_root() or Path(__file__).resolve().parents[3]
 
 ALL = sorted(HARNESSES)
 NPM = ["claude-code", "codex", "opencode", "pi"]

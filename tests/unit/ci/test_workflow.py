@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.images import REPO_ROOT
+from orchestrator.resources import checkout_root
+
+REPO_ROOT = checkout_root() or Path(__file__).resolve().parents[3]
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "harness-conformance.yml"
 
