@@ -132,6 +132,8 @@ def execution_text(episode: dict[str, Any]) -> str:
         return f"exited with code {ex['exit_code']} after {ex['seconds']:g} s"
     if status == "timeout":
         return f"killed at the {ex['timeout_seconds']:g} s timeout"
+    if status == "deadline":
+        return f"still running at the scenario's {ex['deadline_seconds']:g} s deadline, killed"
     if status == "skipped":
         return f"skipped: {ex['error']}" if ex["error"] else "skipped"
     if status == "unknown":
