@@ -21,10 +21,12 @@ def _arrival(attempt_id: str) -> tuple[int, str]:
     return (int(number), attempt_id) if number.isdigit() else (1 << 62, attempt_id)
 
 
-def scope_of(scenario: dict[str, Any]) -> dict[str, bool]:
-    """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error."""
+def scope_of(scenario: dict[str, Any], execution: dict[str, Any] | None = None) -> dict[str, bool]:
+    """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error, and `exited`
+    when the harness process ended on its own (its exit status can be judged)."""
     scope = dict(scenario["scope"])
     scope["terminal_error"] = scenario.get("expected", {}).get("outcome") == "error"
+    scope["exited"] = execution is not None and execution.get("status") == "exited"
     return scope
 
 
@@ -119,6 +121,7 @@ class Evidence:
     rollout: dict[str, Any] | None = None
     witness: Witness | None = None
     markers: dict[str, str] = field(default_factory=dict)  # marker file name -> content, as collected
+    execution: dict[str, Any] | None = None  # scenario_result's execution record: read only by process checks
     errors: dict[str, str] = field(default_factory=dict)  # input name -> why it is unavailable
 
     def unavailable(self, name: str) -> str | None:

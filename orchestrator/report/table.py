@@ -20,7 +20,8 @@ __all__ = [
     "shorten",
 ]
 
-GROUPS = (("schema", "Schema"), ("semantic", "Semantic"), ("behavioral", "Behavioral"))
+# Process rows judge how the harness process ended, kept apart from the artifact checks above them.
+GROUPS = (("schema", "Schema"), ("semantic", "Semantic"), ("behavioral", "Behavioral"), ("process", "Process"))
 # `None` is a check that has no result in that episode (skipped, or never checked).
 SYMBOLS: dict[str | None, str] = {"pass": "✓", "fail": "✗", "not_applicable": "—", None: "·"}
 LEGEND: tuple[tuple[str | None, str], ...] = (

@@ -203,6 +203,12 @@ def m_terminal_error(ep: Episode) -> None:
     ep.rollout["outcome"].update(status="completed", final_answer="PROBE_DONE", failure_kind=None, failure_reason=None)
 
 
+def m_exit_status(ep: Episode) -> None:
+    # Hermes and Pi under model_error: a terminal HTTP 400, then exit 0.
+    assert ep.execution is not None
+    ep.execution["exit_code"] = 0
+
+
 def m_egress(ep: Episode) -> None:
     ep.add_event({"event": "egress", "kind": "dns", "target": "telemetry.example.com", "detail": "A"})
 
@@ -243,6 +249,7 @@ CONTROLS = [
     ("outcome.final_answer", "tool_success", m_final_answer),
     ("outcome.terminal_error", "model_error", m_terminal_error),
     ("egress.none", "tool_success", m_egress),
+    ("process.exit_status", "model_error", m_exit_status),
 ]
 
 
@@ -280,3 +287,20 @@ def test_successes_without_response_ids_are_still_compared_in_order() -> None:
     assert results["tokens.match"][0] == Status.FAIL
     assert "token_stats.prompt is 0" in results["tokens.match"][1][0]
     assert results["attempts.multiset"][0] == Status.FAIL
+
+
+def test_exit_status_is_judged_both_ways_and_never_for_a_killed_harness() -> None:
+    """A completed episode must exit 0; a timeout or deadline has no exit status to judge; artifacts never move."""
+    ep = load_episode("tool_success")
+    honest = ep.evaluate()
+    assert ep.execution is not None
+    ep.execution["exit_code"] = 3
+    failed = ep.evaluate()
+    assert failed["process.exit_status"][0] == Status.FAIL
+    assert "final answer" in failed["process.exit_status"][1][0]
+    assert {k: v for k, v in failed.items() if k != "process.exit_status"} == {
+        k: v for k, v in honest.items() if k != "process.exit_status"
+    }
+    for status in ("timeout", "deadline", "unknown"):
+        ep.execution.update(status=status, exit_code=None)
+        assert ep.evaluate()["process.exit_status"][0] == Status.NOT_APPLICABLE
