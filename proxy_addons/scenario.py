@@ -102,6 +102,8 @@ class Scenario:
     # From `harness_profile.final_answer` (set by the orchestrator per harness): when set, the final answer is
     # played as one shell call whose output is this prefix line followed by the answer.
     final_answer_shell_prefix: str | None = None
+    # The model's context window in tokens (context_compaction): usage near it, and reported where asked.
+    context_window: int | None = None
 
     def fault_for(self, model_attempt: int) -> Fault | None:
         """Return the fault that answers `model_attempt`, if any.
@@ -146,6 +148,9 @@ def parse_scenario(data: object, sha256: str | None = None) -> Scenario:
     steps = _parse_steps(doc.get("script"))
     faults = _parse_faults(doc.get("faults", []))
     prefix = _final_answer_shell_prefix(doc.get("harness_profile"))
+    window = doc.get("context_window")
+    if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1024):
+        raise ScenarioError("scenario `context_window` must be an integer of at least 1024")
     return Scenario(
         name=name,
         model=model,
@@ -154,6 +159,7 @@ def parse_scenario(data: object, sha256: str | None = None) -> Scenario:
         faults=faults,
         sha256=sha256,
         final_answer_shell_prefix=prefix,
+        context_window=window,
     )
 
 

@@ -17,6 +17,7 @@ _PROFILE_MODULES = (
     "tools",
     "outcome",
     "egress",
+    "compaction",
     "process",
 )
 for _module in _PROFILE_MODULES:

@@ -49,6 +49,7 @@ FINDINGS: dict[str, str] = {
     "outcome.final_answer": "the recorded final answer differs from the one the provider sent",
     "outcome.terminal_error": "a run where every model call failed is not recorded as an error",
     "egress.none": "it tried to reach hosts other than the provider (telemetry, update checks)",
+    "compaction.recorded": "pushed to its context limit, it never compacted, or did not record the compaction",
     "process.exit_status": "its exit status says the opposite of how the episode ended (e.g. 0 after a terminal error)",
 }
 
