@@ -119,7 +119,7 @@ def test_scenario_deadline_ends_the_episode_before_the_run_timeout(
     """A scenario's own `harness_deadline` is the bound: a harness still running then is killed and named."""
     text = (SCENARIOS_DIR / "harness_deadline.yaml").read_text()
     scenario = tmp_path / "harness_deadline.yaml"
-    scenario.write_text(text.replace("harness_deadline: 60", "harness_deadline: 5"))
+    scenario.write_text(text.replace("harness_deadline: 120", "harness_deadline: 5"))
     res = hp("run", "-H", "reference", "-s", str(scenario), "-a", "mode=hang", "--timeout", "300", "-o", str(out_dir))
     assert res.code == 1, res.stdout + res.stderr
     result = load_json(out_dir / "reference" / "harness_deadline" / "scenario_result.json", "scenario-result/v1")

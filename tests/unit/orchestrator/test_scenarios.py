@@ -45,7 +45,7 @@ def test_every_shipped_scenario_validates() -> None:
     assert s.scope == {"tools": True, "steps": True, "final_answer": True, "errors_expected": False}
     assert s.harness_deadline is None
     # Scenarios whose point is a bound declare it: the episode ends there, not at the run's --timeout.
-    assert load_scenario("harness_deadline").harness_deadline == 60
+    assert load_scenario("harness_deadline").harness_deadline == 120
     assert load_scenario("context_compaction").data["context_window"] == 200_000
 
 

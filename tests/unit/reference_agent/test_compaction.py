@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.unit.reference_agent.fake_provider import completion, serve, usage
+from tests.unit.reference_agent.fake_provider import Reply, completion, serve, usage
 from tests.unit.reference_agent.helpers import run_agent
 
 WINDOW = 1000
@@ -13,7 +13,7 @@ NEAR = usage(950, 5)  # 95 % of the window: past the 90 % threshold
 TOOL = ("bash", json.dumps({"command": "printf hi"}))
 
 
-def _script() -> list:  # type: ignore[type-arg]
+def _script() -> list[Reply]:
     return [
         completion("r-1", tool_calls=[("c-1", *TOOL)], usage=NEAR),
         completion("r-2", tool_calls=[("c-2", *TOOL)], usage=NEAR),
