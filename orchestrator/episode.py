@@ -173,7 +173,7 @@ def run_episode(
                         if code is None:
                             hc.kill()
                             # The scenario's own bound is a named finding; the run's --timeout is a plain timeout.
-                            status = "deadline" if wait_for == deadline else "timeout"
+                            status = "deadline" if "deadline_seconds" in execution else "timeout"
                             execution.update(status=status, exit_code=None)
                             log.warning("harness did not end and was killed", status=status, seconds=wait_for)
                         else:
