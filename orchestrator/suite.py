@@ -79,8 +79,14 @@ def _version(engine: Engine, image: BuiltImage, command: tuple[str, ...], run_id
     return text or None
 
 
+def _input_name(path: Path) -> str:
+    """A scenario file by its repository path; one given by path from outside the repository by its absolute path."""
+    full = path.resolve()
+    return str(full.relative_to(REPO_ROOT)) if full.is_relative_to(REPO_ROOT) else str(full)
+
+
 def _inputs(scenarios: list[Scenario], built: dict[str, BuiltImage]) -> dict[str, str]:
-    inputs = {str(s.path.relative_to(REPO_ROOT)): s.sha256 for s in scenarios}
+    inputs = {_input_name(s.path): s.sha256 for s in scenarios}
     for schema in [*sorted(SCHEMA_DIR.glob("*.json")), REPO_ROOT / "scenarios" / "scenario.schema.json"]:
         inputs[str(schema.relative_to(REPO_ROOT))] = hashlib.sha256(schema.read_bytes()).hexdigest()
     for name, img in built.items():
