@@ -49,6 +49,12 @@ class Scenario:
     def expected(self) -> dict[str, Any]:
         return dict(self.data["expected"])
 
+    @property
+    def harness_deadline(self) -> float | None:
+        """The scenario's own bound on the harness's run time, if it declares one."""
+        value = self.data.get("harness_deadline")
+        return float(value) if value is not None else None
+
     def tool_steps(self) -> list[list[dict[str, Any]]]:
         return [s["tool_calls"] for s in self.data["script"] if "tool_calls" in s]
 

@@ -78,7 +78,8 @@ def _markers(folder: Path) -> dict[str, str]:
 
 def judge(result: dict[str, Any], scenario: dict[str, Any], ev: Evidence) -> dict[str, Any]:
     """Fill checks, gates and verdict into a scenario_result skeleton (execution and normalize already set)."""
-    checks = run_checks(ev, scope_of(scenario))
+    ev.execution = result["execution"]
+    checks = run_checks(ev, scope_of(scenario, ev.execution))
     result["inputs_unavailable"] = dict(sorted(ev.errors.items()))
     result["checks"] = [c.to_json() for c in checks]
     result["gate"] = {"P0": gate(checks, "P0"), "P1": gate(checks, "P1")}

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from proxy_addons import sse, wire
+from proxy_addons import compaction, sse, wire
 from proxy_addons.chat import ChatCodec
 from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool
 from proxy_addons.delivery_keystrokes import delivery_for
@@ -23,7 +23,6 @@ from proxy_addons.protocol import (
     RenderedReply,
     RequestShapeError,
     ScriptedReply,
-    usage_for_attempt,
     usage_for_auxiliary,
 )
 from proxy_addons.responses import ResponsesCodec
@@ -252,6 +251,7 @@ class Interpreter:
         else:
             entry = {"id": model, "object": "model", "created": 0, "owned_by": "probe"}
             listing = {"object": "list", "data": [entry]}
+        entry.update(compaction.window_fields(self.scenario, anthropic))
         if route.kind is RouteKind.MODEL_LIST:
             return self._auxiliary(attempt, 200, listing)
         if route.model_id == model:
@@ -347,7 +347,11 @@ class Interpreter:
         if self._final_sent:
             return ("after_final", "the final answer was already sent; the script allows no further request")
         results = model_request.latest_results()
-        missing = [call_id for call_id in self._calls if call_id not in results]
+        missing = [
+            call_id
+            for call_id, state in self._calls.items()
+            if call_id not in results and not compaction.may_drop(self.scenario, state.last_output)
+        ]
         if missing:
             return (
                 "tool_result_missing",
@@ -481,7 +485,7 @@ class Interpreter:
                 calls = (self._final_submit_call(codec, shell, prefix or "", step.answer),)
             else:
                 calls = tuple(self._new_call(codec, shell, spec) for spec in step.calls)
-        usage = usage_for_attempt(model_attempt) if self.scenario.usage else None
+        usage = compaction.reply_usage(self.scenario, model_attempt)
         reply = ScriptedReply(
             response_id=codec.new_response_id(),
             tool_calls=calls + finish if wire_calls is None else wire_calls,

@@ -111,6 +111,8 @@ class Scenario:
     # From `harness_profile.delivery`: how a step reaches a harness that takes no native tool calls (e.g.
     # `keystrokes` for Terminus 2); None plays steps as native tool calls.
     delivery: str | None = None
+    # The model's context window in tokens (context_compaction): usage near it, and reported where asked.
+    context_window: int | None = None
 
     def fault_for(self, model_attempt: int) -> Fault | None:
         """Return the fault that answers `model_attempt`, if any.
@@ -156,6 +158,9 @@ def parse_scenario(data: object, sha256: str | None = None) -> Scenario:
     faults = _parse_faults(doc.get("faults", []))
     final_tool = _final_answer_tool(doc.get("harness_profile"))
     prefix = None if final_tool is not None else _final_answer_shell_prefix(doc.get("harness_profile"))
+    window = doc.get("context_window")
+    if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1024):
+        raise ScenarioError("scenario `context_window` must be an integer of at least 1024")
     return Scenario(
         name=name,
         model=model,
@@ -166,6 +171,7 @@ def parse_scenario(data: object, sha256: str | None = None) -> Scenario:
         final_answer_shell_prefix=prefix,
         final_answer_tool=final_tool,
         delivery=_delivery(doc.get("harness_profile")),
+        context_window=window,
     )
 
 

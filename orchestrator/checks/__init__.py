@@ -8,7 +8,7 @@ from orchestrator.checks.evidence import Evidence, Witness, read_witness, scope_
 from orchestrator.checks.model import REGISTRY, Check, CheckResult, Kind, Status, gate, run_checks
 
 # Registration order is dependency order (a check may depend only on checks registered before it), and it
-# is the order of the report's rows: schema, then semantic, then behavioral.
+# is the order of the report's rows: schema, then semantic, then behavioral, then process.
 _PROFILE_MODULES = (
     "rollout_schema",
     "rollout_semantic",
@@ -19,6 +19,8 @@ _PROFILE_MODULES = (
     "tools",
     "outcome",
     "egress",
+    "compaction",
+    "process",
 )
 for _module in _PROFILE_MODULES:
     importlib.import_module(f"orchestrator.checks.{_module}")

@@ -22,8 +22,9 @@ def _arrival(attempt_id: str) -> tuple[int, str]:
     return (int(number), attempt_id) if number.isdigit() else (1 << 62, attempt_id)
 
 
-def scope_of(scenario: dict[str, Any]) -> dict[str, bool]:
-    """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error, and `tool_ids`.
+def scope_of(scenario: dict[str, Any], execution: dict[str, Any] | None = None) -> dict[str, bool]:
+    """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error, `exited` when
+    the harness process ended on its own (its exit status can be judged), and `tool_ids`.
 
     `tool_ids` is false when the harness profile (written into the played scenario by the orchestrator, from the
     adapter) delivers steps as text (`harness_profile.delivery`, e.g. Terminus 2's keystrokes): the model then
@@ -31,6 +32,7 @@ def scope_of(scenario: dict[str, Any]) -> dict[str, bool]:
     """
     scope = dict(scenario["scope"])
     scope["terminal_error"] = scenario.get("expected", {}).get("outcome") == "error"
+    scope["exited"] = execution is not None and execution.get("status") == "exited"
     scope["tool_ids"] = not (scenario.get("harness_profile") or {}).get("delivery")
     return scope
 
@@ -135,6 +137,7 @@ class Evidence:
     rollout: dict[str, Any] | None = None
     witness: Witness | None = None
     markers: dict[str, str] = field(default_factory=dict)  # marker file name -> content, as collected
+    execution: dict[str, Any] | None = None  # scenario_result's execution record: read only by process checks
     errors: dict[str, str] = field(default_factory=dict)  # input name -> why it is unavailable
 
     def unavailable(self, name: str) -> str | None:

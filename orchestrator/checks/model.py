@@ -25,6 +25,8 @@ class Kind(StrEnum):
     SCHEMA = "schema"
     SEMANTIC = "semantic"
     BEHAVIORAL = "behavioral"
+    # How the harness process ended, judged apart from everything it wrote.
+    PROCESS = "process"
 
 
 class Unverifiable(Exception):

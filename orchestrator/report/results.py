@@ -57,6 +57,8 @@ FINDINGS: dict[str, str] = {
     "history.witness_results": "the history's tool results differ from what the model saw on the wire",
     "ownership.wire_sessions": "invocation ownership disagrees with the session header on the wire",
     "tokens.totals_match": "session or step token totals disagree with the calls or with the wire",
+    "compaction.recorded": "pushed to its context limit, it never compacted, or did not record the compaction",
+    "process.exit_status": "its exit status says the opposite of how the episode ended (e.g. 0 after a terminal error)",
 }
 
 
@@ -141,6 +143,11 @@ def _labels_of(check: dict[str, Any]) -> set[str]:
     return set(check.get("evidence", []))
 
 
+def _cell(statuses: list[str]) -> str:
+    failed = sum(1 for s in statuses if s == "fail")
+    return f"✗ {failed}" if failed else ("✓" if "pass" in statuses else "—")
+
+
 def label_matrix(summaries: dict[str, dict[str, Any]]) -> str:
     """docs/results/README.md: every probed harness x evidence label, from the saved runs only."""
     lines = [
@@ -151,18 +158,19 @@ def label_matrix(summaries: dict[str, dict[str, Any]]) -> str:
         "",
         "A label is ✓ when every applicable check carrying it passed in every scenario of the run, "
         "✗ with the number of failing check results otherwise (results blocked by another failure are not "
-        "counted; a gap counts against the labels it voids), — when no check with it applied.",
+        "counted; a gap counts against the labels it voids), — when no check with it applied. "
+        "The process column is the harness's exit status, judged apart from every label.",
         "",
-        "| harness | version | " + " | ".join(LABELS) + " | verdict |",
-        "| --- | --- | " + " | ".join(":---:" for _ in LABELS) + " | --- |",
+        "| harness | version | " + " | ".join(LABELS) + " | process | verdict |",
+        "| --- | --- | " + " | ".join(":---:" for _ in LABELS) + " | :---: | --- |",
     ]
     for name, (summary, version) in sorted((n, (s["summary"], s["version"])) for n, s in summaries.items()):
         harness = next(h for h in summary["harnesses"] if h["name"] == name)
         cells = []
         for label in LABELS:
             statuses = [c["status"] for e in harness["scenarios"] for c in e["checks"] if label in _labels_of(c)]
-            failed = sum(1 for s in statuses if s == "fail")
-            cells.append(f"✗ {failed}" if failed else ("✓" if "pass" in statuses else "—"))
+            cells.append(_cell(statuses))
+        cells.append(_cell([c["status"] for e in harness["scenarios"] for c in e["checks"] if c["kind"] == "process"]))
         lines.append(f"| [{name}]({name}.md) | `{version}` | " + " | ".join(cells) + f" | {harness['verdict']} |")
     lines += ["", MATRIX_NOTES]
     return "\n".join(lines)

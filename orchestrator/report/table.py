@@ -20,7 +20,8 @@ __all__ = [
     "shorten",
 ]
 
-GROUPS = (("schema", "Schema"), ("semantic", "Semantic"), ("behavioral", "Behavioral"))
+# Process rows judge how the harness process ended, kept apart from the artifact checks above them.
+GROUPS = (("schema", "Schema"), ("semantic", "Semantic"), ("behavioral", "Behavioral"), ("process", "Process"))
 # `None` is a check that has no result in that episode (skipped, or never checked).
 SYMBOLS: dict[str | None, str] = {"pass": "✓", "fail": "✗", "not_applicable": "—", None: "·"}
 LEGEND: tuple[tuple[str | None, str], ...] = (
@@ -132,6 +133,8 @@ def execution_text(episode: dict[str, Any]) -> str:
         return f"exited with code {ex['exit_code']} after {ex['seconds']:g} s"
     if status == "timeout":
         return f"killed at the {ex['timeout_seconds']:g} s timeout"
+    if status == "deadline":
+        return f"still running at the scenario's {ex['deadline_seconds']:g} s deadline, killed"
     if status == "skipped":
         return f"skipped: {ex['error']}" if ex["error"] else "skipped"
     if status == "unknown":

@@ -9,6 +9,7 @@ import pytest
 
 from orchestrator.checks import read_witness
 from orchestrator.evidence import load_json
+from orchestrator.scenarios import SCENARIOS_DIR
 from tests.integration.conftest import Images, hp, labelled
 
 pytestmark = pytest.mark.docker
@@ -109,6 +110,27 @@ def test_hanging_harness_is_stopped_reported_and_cleaned(images: Images, out_dir
     assert result["verdict"] == "fail"
     failed = {c["id"] for c in result["checks"] if c["status"] == "fail"}
     assert "witness.final_answer_sent" in failed
+    _no_leftovers(load_json(out_dir / "suite.json", "suite/v1")["run_id"])
+
+
+def test_scenario_deadline_ends_the_episode_before_the_run_timeout(
+    images: Images, out_dir: Path, tmp_path: Path
+) -> None:
+    """A scenario's own `harness_deadline` is the bound: a harness still running then is killed and named."""
+    text = (SCENARIOS_DIR / "harness_deadline.yaml").read_text()
+    scenario = tmp_path / "harness_deadline.yaml"
+    scenario.write_text(text.replace("harness_deadline: 120", "harness_deadline: 5"))
+    res = hp("run", "-H", "reference", "-s", str(scenario), "-a", "mode=hang", "--timeout", "300", "-o", str(out_dir))
+    assert res.code == 1, res.stdout + res.stderr
+    result = load_json(out_dir / "reference" / "harness_deadline" / "scenario_result.json", "scenario-result/v1")
+    execution = result["execution"]
+    assert execution["status"] == "deadline"
+    assert execution["deadline_seconds"] == 5
+    assert execution["timeout_seconds"] == 300
+    assert 5 <= execution["seconds"] < 60
+    # The logs collected by then are still checked.
+    assert result["verdict"] == "fail"
+    assert {c["id"]: c["status"] for c in result["checks"]}["witness.final_answer_sent"] == "fail"
     _no_leftovers(load_json(out_dir / "suite.json", "suite/v1")["run_id"])
 
 

@@ -7,6 +7,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from probe_reference.chat import ChatDialog
+from probe_reference.compaction import context_window, due
 from probe_reference.dialogs import ConfigError, open_dialog
 from probe_reference.interrupts import Terminated, shielded
 from probe_reference.modes import MODES, Mode
@@ -98,6 +100,26 @@ def _ask(dialog: Dialog, session: Session, config: Config, step_no: int) -> Mode
             time.sleep(delay)
 
 
+def _compact(dialog: ChatDialog, session: Session, step_no: int, prompt: int | None, window: int | None) -> bool:
+    """Summarize the older history before this step's policy call; False when the summary call failed."""
+    say(f"step {step_no}: prompt of {prompt} tokens in a {window}-token window: compacting the history")
+    first = len(session.attempts.attempts)
+    try:
+        summary = dialog.summarize()
+    except ReplyFailed as exc:
+        session.attempts.settle_unresolved(exc.category, exc.payload)
+        session.add_compaction(step_no, [a.model_call_id for a in session.attempts.attempts[first:]])
+        session.fail("model_error", f"compaction failed: {exc.reason}")
+        say(f"step {step_no}: compaction call failed: {exc.reason}")
+        return False
+    session.attempts.resolve(
+        step_no, response_id=summary.response_id, finish_reason=summary.finish_reason, tokens=summary.tokens
+    )
+    session.add_compaction(step_no, [a.model_call_id for a in session.attempts.attempts[first:]])
+    dialog.replace_older(summary.content or "")
+    return True
+
+
 def _drive(config: Config, mode: Mode, session: Session) -> int:
     say(
         f"task {config.task_id or '-'}: mode {mode.name}, protocol {config.protocol}, model {config.model}, "
@@ -120,9 +142,22 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
         session.fail("config_error", str(exc))
         say(f"cannot start: {exc}")
         return EXIT_FAILED
+    # The window is asked for once the first reply reported its prompt size (Chat only: the dialog that compacts).
+    window: int | None = None
+    window_asked = False
+    last_prompt: int | None = None
     try:
         for step_no in range(1, config.max_steps + 1):
             session.begin_step(step_no)
+            if isinstance(dialog, ChatDialog) and last_prompt is not None:
+                if not window_asked:
+                    window_asked = True
+                    window = context_window(dialog.base_url, config.model, config.api_key, config.timeout_s)
+                compacted_ok = not (due(last_prompt, window) and dialog.compactable()) or _compact(
+                    dialog, session, step_no, last_prompt, window
+                )
+                if not compacted_ok:
+                    return EXIT_FAILED
             say(f"step {step_no}: asking the model")
             try:
                 reply = _ask(dialog, session, config, step_no)
@@ -135,6 +170,7 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
             session.attempts.resolve(
                 step_no, response_id=reply.response_id, finish_reason=reply.finish_reason, tokens=reply.tokens
             )
+            last_prompt = reply.tokens["prompt"]
             session.add_reply(reply)
             dialog.add_reply(reply)
             if not reply.tool_calls:

@@ -16,6 +16,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
+from probe_reference.compaction import SUMMARY_PREFIX, SUMMARY_REQUEST
 from probe_reference.replies import (
     ErrorReply,
     MalformedReply,
@@ -99,6 +100,29 @@ class ChatDialog:
 
     def add_tool_result(self, call: RequestedToolCall, output: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.tool_call_id, "content": output})
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    def compactable(self) -> bool:
+        return self._last_assistant() > 2
+
+    def summarize(self) -> ModelReply:
+        # No tools: a summary is text, and a side request without tools is what providers see as compaction.
+        messages: list[ChatCompletionMessageParam] = [*self.messages, {"role": "user", "content": SUMMARY_REQUEST}]
+        try:
+            completion = self._client.chat.completions.create(model=self._model, messages=messages)
+            return from_completion(completion)
+        except OPENAI_FAILURES as exc:
+            raise openai_failure(exc) from exc
+
+    def replace_older(self, summary: str) -> None:
+        last = self._last_assistant()
+        self.messages[2:last] = [{"role": "user", "content": SUMMARY_PREFIX + summary}]
+
+    def _last_assistant(self) -> int:
+        return max((n for n, m in enumerate(self.messages) if m["role"] == "assistant"), default=-1)
 
     def close(self) -> None:
         self._client.close()

@@ -77,6 +77,13 @@ class ToolCall(TypedDict):
     step_no: int | None
 
 
+class Compaction(TypedDict):
+    invocation_id: str
+    step_no: int
+    model_call_refs: list[str]
+    timestamp: str
+
+
 class Outcome(TypedDict):
     final_answer: str | None
     status: OutcomeStatus
@@ -105,6 +112,7 @@ class Rollout(TypedDict):
     tool_calls: list[ToolCall]
     outcome: Outcome
     gaps: list[Gap]
+    compactions: NotRequired[list[Compaction]]
     extensions: NotRequired[dict[str, object]]
 
 

@@ -12,6 +12,7 @@ from probe_reference.clock import utc_now
 from probe_reference.replies import ModelReply, RequestedToolCall
 from probe_reference.rollout import (
     SCHEMA_ID,
+    Compaction,
     ConversationEntry,
     ModelCall,
     Outcome,
@@ -49,6 +50,7 @@ class Session:
         ]
         self.steps: list[StepStart] = []
         self.tool_calls: list[ToolCall] = []
+        self.compactions: list[Compaction] = []
         # Until the run says otherwise, the outcome is honestly unknown.
         self.outcome: Outcome = _outcome(None, "unknown", None, None)
 
@@ -85,6 +87,17 @@ class Session:
             }
         )
 
+    def add_compaction(self, step_no: int, model_call_ids: list[str]) -> None:
+        """The history was compacted during `step_no` by these calls: owned by this invocation, in no step."""
+        self.compactions.append(
+            {
+                "invocation_id": self.invocation_id,
+                "step_no": step_no,
+                "model_call_refs": list(model_call_ids),
+                "timestamp": utc_now(),
+            }
+        )
+
     def complete(self, final_answer: str | None) -> None:
         self.outcome = _outcome(final_answer, "completed", None, None)
 
@@ -94,12 +107,16 @@ class Session:
     def to_rollout(self) -> Rollout:
         """The honest rollout: every attempt, owned by this invocation and by the step it was made for."""
         attempts = self.attempts.attempts
+        helpers = {ref for c in self.compactions for ref in c["model_call_refs"]}
         steps: list[Step] = [
             {
                 "step_no": step.step_no,
                 "invocation_id": self.invocation_id,
                 "timestamp": step.timestamp,
-                "model_call_refs": [a.model_call_id for a in attempts if a.step_no == step.step_no],
+                # A compaction's calls are not the step's policy attempts: the compaction record names them.
+                "model_call_refs": [
+                    a.model_call_id for a in attempts if a.step_no == step.step_no and a.model_call_id not in helpers
+                ],
             }
             for step in self.steps
         ]
@@ -122,6 +139,8 @@ class Session:
             "outcome": self.outcome,
             "gaps": [],
         }
+        if self.compactions:
+            rollout["compactions"] = self.compactions
         # A deep copy, so mode transformations and later recording never alias each other.
         return copy.deepcopy(rollout)
 

@@ -22,13 +22,20 @@ class Episode:
     rollout: dict[str, Any]
     witness: list[dict[str, Any]]
     markers: dict[str, str]
+    execution: dict[str, Any] | None = None  # how the reference process ended in that run (exit codes as seen)
 
     def copy(self) -> Episode:
         return copy.deepcopy(self)
 
     def evaluate(self) -> dict[str, tuple[Status, list[str]]]:
-        ev = Evidence(self.scenario, rollout=self.rollout, witness=Witness(self.witness), markers=self.markers)
-        return {r.id: (r.status, r.reasons) for r in run_checks(ev, scope_of(self.scenario))}
+        ev = Evidence(
+            self.scenario,
+            rollout=self.rollout,
+            witness=Witness(self.witness),
+            markers=self.markers,
+            execution=self.execution,
+        )
+        return {r.id: (r.status, r.reasons) for r in run_checks(ev, scope_of(self.scenario, self.execution))}
 
     def add_event(self, event: dict[str, Any]) -> None:
         self.witness.append(
@@ -46,6 +53,7 @@ def load_episode(name: str) -> Episode:
         rollout=json.loads((root / "rollout.json").read_text()),
         witness=[json.loads(line) for line in (root / "witness.jsonl").read_text().splitlines() if line.strip()],
         markers={p.name: p.read_text() for p in sorted((root / "markers").glob("*"))},
+        execution=json.loads((root / "execution.json").read_text()) if (root / "execution.json").is_file() else None,
     )
 
 

@@ -14,7 +14,7 @@ from orchestrator.checks import REGISTRY, Status
 from orchestrator.checks.attempts import TOKEN_FIELDS
 from tests.unit.checks.conftest import Episode, dependents, load_episode
 
-FIXTURE_NAMES = ("tool_success", "tool_failure", "retry_429", "model_error", "parallel_tools")
+FIXTURE_NAMES = ("tool_success", "tool_failure", "retry_429", "model_error", "parallel_tools", "context_compaction")
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -264,6 +264,20 @@ def m_totals(ep: Episode) -> None:
     ep.rollout["invocations"][0]["token_totals"]["completion"] += 1
 
 
+def m_exit_status(ep: Episode) -> None:
+    # Hermes and Pi under model_error: a terminal HTTP 400, then exit 0.
+    assert ep.execution is not None
+    ep.execution["exit_code"] = 0
+
+
+def m_compaction(ep: Episode) -> None:
+    # A harness that hides its compaction: no record, and its summarization calls left out of the rollout.
+    helpers = {ref for c in ep.rollout.pop("compactions") for ref in c["model_call_refs"]}
+    ep.rollout["model_calls"] = [c for c in _calls(ep) if c["model_call_id"] not in helpers]
+    for inv in ep.rollout["invocations"]:
+        inv["model_call_refs"] = [r for r in inv["model_call_refs"] if r not in helpers]
+
+
 def m_egress(ep: Episode) -> None:
     ep.add_event({"event": "egress", "kind": "dns", "target": "telemetry.example.com", "detail": "A"})
 
@@ -310,6 +324,8 @@ CONTROLS = [
     ("witness.faults_played", "retry_429", m_faults_played),
     ("ownership.wire_sessions", "native:codex/retry_429", m_wire_sessions),
     ("tokens.totals_match", "native:hermes/retry_429", m_totals),
+    ("compaction.recorded", "context_compaction", m_compaction),
+    ("process.exit_status", "model_error", m_exit_status),
 ]
 
 
@@ -524,3 +540,42 @@ def test_an_inferred_placement_without_retries_is_moot() -> None:
     ep = load_episode("tool_success")
     ep.rollout["provenance"] = {"retry_placement": "inferred"}
     assert ep.evaluate()["steps.witness_attempts"] == (Status.PASS, [])
+
+
+def test_exit_status_is_judged_both_ways_and_never_for_a_killed_harness() -> None:
+    """A completed episode must exit 0; a timeout or deadline has no exit status to judge; artifacts never move."""
+    ep = load_episode("tool_success")
+    honest = ep.evaluate()
+    assert ep.execution is not None
+    ep.execution["exit_code"] = 3
+    failed = ep.evaluate()
+    assert failed["process.exit_status"][0] == Status.FAIL
+    assert "final answer" in failed["process.exit_status"][1][0]
+    assert {k: v for k, v in failed.items() if k != "process.exit_status"} == {
+        k: v for k, v in honest.items() if k != "process.exit_status"
+    }
+    for status in ("timeout", "deadline", "unknown"):
+        ep.execution.update(status=status, exit_code=None)
+        assert ep.evaluate()["process.exit_status"][0] == Status.NOT_APPLICABLE
+
+
+def test_compaction_must_happen_and_each_record_must_resolve() -> None:
+    """Pushed to its window, a harness that never compacts fails; a record naming a step that is not there fails."""
+    never = load_episode("tool_success")
+    never.scenario["scope"]["compaction"] = True
+    status, reasons = never.evaluate()["compaction.recorded"]
+    assert status == Status.FAIL and "never compacted" in reasons[0]
+    ep = load_episode("context_compaction")
+    ep.rollout["compactions"][0]["step_no"] = 99
+    status, reasons = ep.evaluate()["compaction.recorded"]
+    assert status == Status.FAIL and reasons == ["compactions[0]: step_no 99 is not a recorded step"]
+    # Outside a compaction scenario the check does not apply.
+    assert load_episode("tool_success").evaluate()["compaction.recorded"][0] == Status.NOT_APPLICABLE
+
+
+def test_compaction_calls_belong_to_no_step() -> None:
+    ep = load_episode("context_compaction")
+    helper = ep.rollout["compactions"][0]["model_call_refs"][0]
+    ep.rollout["steps"][0]["model_call_refs"].append(helper)
+    status, reasons = ep.evaluate()["steps.attempt_accounting"]
+    assert status == Status.FAIL and reasons == [f"call {helper}: in 1 steps, expected exactly 0"]

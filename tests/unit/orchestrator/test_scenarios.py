@@ -26,6 +26,7 @@ def _shipped() -> dict[str, object]:
 def test_every_shipped_scenario_validates() -> None:
     names = [s.name for s in list_scenarios()]
     assert names == [
+        "context_compaction",
         "harness_deadline",
         "model_error",
         "parallel_tools",
@@ -42,6 +43,10 @@ def test_every_shipped_scenario_validates() -> None:
     assert len(s.tool_steps()) == 2
     assert s.final_answer() == "PROBE_DONE"
     assert s.scope == {"tools": True, "steps": True, "final_answer": True, "errors_expected": False}
+    assert s.harness_deadline is None
+    # Scenarios whose point is a bound declare it: the episode ends there, not at the run's --timeout.
+    assert load_scenario("harness_deadline").harness_deadline == 120
+    assert load_scenario("context_compaction").data["context_window"] == 200_000
 
 
 def test_task_holds_no_expectation() -> None:

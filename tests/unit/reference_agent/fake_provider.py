@@ -318,6 +318,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(reply.body)
         self.close_connection = True
 
+    def do_GET(self) -> None:
+        # Model metadata (the context window): answered from `models`, outside the scripted replies.
+        model = self.server.provider.models.get(self.path.rsplit("/", 1)[-1])
+        body = json.dumps(model if model is not None else {"error": {"message": "no such model"}}).encode()
+        self.send_response(200 if model is not None else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output quiet
 
@@ -341,6 +353,7 @@ class FakeProvider:
         self.stopping = threading.Event()
         self.root = ""  # the Anthropic SDK's base URL: it appends /v1/messages itself
         self.url = ""  # the openai SDK's base URL
+        self.models: dict[str, dict[str, Any]] = {}  # GET /v1/models/<id> answers, by id
 
     def take(self, request: Received) -> Reply:
         with self._lock:

@@ -53,6 +53,7 @@ CHECKS: list[dict[str, Any]] = [
         "evidence": ["E10"],
         "location": "$[?(@.event=='egress')]",
     },
+    {"id": "process.exit_status", "kind": "process", "tier": "P1", "evidence": [], "location": "$.execution.exit_code"},
 ]
 
 
@@ -127,7 +128,10 @@ def make_results() -> list[dict[str, Any]]:
             "reference",
             "tool_failure",
             "fail",
-            checks(tools__witness_output=("fail", [NASTY, "second reason & more"])),
+            checks(
+                tools__witness_output=("fail", [NASTY, "second reason & more"]),
+                process__exit_status=("not_applicable", []),
+            ),
             execution={
                 "status": "timeout",
                 "exit_code": None,

@@ -31,12 +31,14 @@ def test_markdown_groups_rows_with_legend_and_symbols(summary: dict[str, Any]) -
     lines = ref.splitlines()
     assert lines[2] == "| check | tier | `tool_failure` | `tool_success` |"
     groups = [i for i, ln in enumerate(lines) if ln.startswith("| **")]
-    assert [lines[i].split("**")[1] for i in groups] == ["Schema", "Semantic", "Behavioral"]
+    assert [lines[i].split("**")[1] for i in groups] == ["Schema", "Semantic", "Behavioral", "Process"]
     # Each check sits under its own kind's heading.
     assert groups[0] < lines.index("| `rollout.schema` | P0 | ✓ | ✓ |") < groups[1]
     assert groups[1] < lines.index("| `calls.outcome` | P0 | ✓ | ✓ |") < groups[2]
     assert lines.index("| `tools.witness_output` | P0 | ✗ | ✓ |") > groups[2]
     assert "| `witness.no_egress` | P1 | ✓ | — |" in lines
+    # Exit status sits apart, under its own heading; the timed-out episode has none to judge.
+    assert lines.index("| `process.exit_status` | P1 | — | ✓ |") > groups[3]
     # The skipped episode has no results: its column says "not run".
     assert "| `rollout.schema` | P0 | · | ✗ |" not in md
     assert "| `calls.outcome` | P0 | · | ✗ |" in _section(md, "hermes")
@@ -66,10 +68,10 @@ def test_html_is_self_contained_and_escaped(summary: dict[str, Any]) -> None:
     assert "second reason &amp; more" in page
     # Every check cell opens onto its status, location and reasons.
     cells = re.findall(r'<td class="cell (\w+)"', page)
-    assert len(cells) == 6 * 4 and cells.count("fail") == 4 and cells.count("na") == 1 and cells.count("none") == 6
+    assert len(cells) == 7 * 4 and cells.count("fail") == 4 and cells.count("na") == 2 and cells.count("none") == 7
     assert "<dt>location</dt><dd><code>$.tool_calls[*].output</code></dd>" in page
     assert page.count("<details>") == len(cells)
-    for title in ("Schema", "Semantic", "Behavioral"):
+    for title in ("Schema", "Semantic", "Behavioral", "Process"):
         assert f">{title}</th></tr>" in page
 
 
@@ -80,9 +82,9 @@ def test_junit_counts_and_messages(summary: dict[str, Any]) -> None:
     assert list(suites) == ["hermes", "reference"]
     ref = suites["reference"]
     cases = ref.findall("testcase")
-    assert len(cases) == 12 and ref.get("tests") == "12"
+    assert len(cases) == 14 and ref.get("tests") == "14"
     assert {c.get("classname") for c in cases} == {"reference.tool_failure", "reference.tool_success"}
-    assert (ref.get("failures"), ref.get("skipped"), ref.get("errors")) == ("1", "1", "0")
+    assert (ref.get("failures"), ref.get("skipped"), ref.get("errors")) == ("1", "2", "0")
     failed = next(c for c in cases if c.find("failure") is not None)
     assert (failed.get("classname"), failed.get("name")) == ("reference.tool_failure", "tools.witness_output")
     failure = failed.find("failure")
@@ -90,18 +92,18 @@ def test_junit_counts_and_messages(summary: dict[str, Any]) -> None:
     assert failure.get("message", "").startswith('tool call call_2: output "<script>alert(1)</script> & \\x1b[31m')
     assert "second reason & more" in failure.text and "location: $.tool_calls[*].output" in failure.text
     hermes = suites["hermes"]
-    # 6 checks of the error episode + its `execution` error + the skipped episode's `execution`.
-    assert hermes.get("tests") == "8" and len(hermes.findall("testcase")) == 8
+    # 7 checks of the error episode + its `execution` error + the skipped episode's `execution`.
+    assert hermes.get("tests") == "9" and len(hermes.findall("testcase")) == 9
     assert (hermes.get("failures"), hermes.get("errors"), hermes.get("skipped")) == ("3", "1", "1")
     execution = [c for c in hermes.findall("testcase") if c.get("name") == "execution"]
     assert [c.get("classname") for c in execution] == ["hermes.tool_failure", "hermes.tool_success"]
     error = execution[1].find("error")
     assert error is not None and error.get("message") == "APIError: 500 Server Error: network create failed"
     assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
-        "20",
+        "23",
         "4",
         "1",
-        "2",
+        "3",
     )
 
 

@@ -1,0 +1,44 @@
+"""The context-compaction play: scripted usage near the model's context window, and that window where asked."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from proxy_addons.protocol import Usage, usage_for_attempt
+from proxy_addons.scenario import Scenario
+
+# Prompt usage reported on every scripted reply, as a share of the window: past every compaction threshold
+# harnesses use (Claude Code ~92 %, Codex 90 %, Hermes 50-85 %), still short of an overflow.
+NEAR_WINDOW = 0.97
+
+
+def reply_usage(scenario: Scenario, model_attempt: int) -> Usage | None:
+    """The usage a scripted reply carries: none, the plain per-attempt usage, or that usage near the window.
+
+    Near the window the per-attempt offsets stay, so every count still joins to exactly one attempt.
+    """
+    if not scenario.usage:
+        return None
+    plain = usage_for_attempt(model_attempt)
+    if scenario.context_window is None:
+        return plain
+    near = int(scenario.context_window * NEAR_WINDOW)
+    return replace(plain, prompt=near + plain.prompt)
+
+
+def window_fields(scenario: Scenario, anthropic: bool) -> dict[str, Any]:
+    """Context-window fields for the model object, under the names harnesses read (none without a window)."""
+    window = scenario.context_window
+    if window is None:
+        return {}
+    if anthropic:
+        return {"max_input_tokens": window}
+    # OpenRouter's `context_length`, vLLM's `max_model_len`, and the plain `context_window` some clients read.
+    return {"context_length": window, "context_window": window, "max_model_len": window}
+
+
+def may_drop(scenario: Scenario, output_seen: str | None) -> bool:
+    """Whether a request may leave out a tool result: only one the model already saw, and only where the script
+    pushes the harness to compact (elsewhere every issued call's result must stay in the history)."""
+    return scenario.context_window is not None and output_seen is not None
