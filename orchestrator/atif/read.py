@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.atif.write import EXTENSION, ROLLOUT_FORMAT
+from orchestrator.atif.write import EXTENSION, PASSTHROUGH, ROLLOUT_FORMAT
 
 __all__ = ["ATIF_GAPS", "atif_to_rollout"]
 
@@ -161,12 +161,14 @@ class _Reader:
             self.model_calls += calls
             refs += [c["model_call_id"] for c in calls]
             self.steps.append({k: v for k, v in s.items() if k != "model_calls"})
+        extra = ext.get("invocation_extra")
         self.invocations.append(
             {
                 "invocation_id": inv_id,
                 "parent_invocation_id": parent,
                 "model_call_refs": refs,
                 "conversation": conversation,
+                **(extra if isinstance(extra, dict) else {}),
             }
         )
         for k, sub in enumerate(traj.get("subagent_trajectories") or []):
@@ -263,6 +265,9 @@ def atif_to_rollout(doc: dict[str, Any], harness_name: str | None = None) -> dic
         )
         if ext.get("no_invocations"):
             rollout["invocations"] = []
+        for key in PASSTHROUGH:
+            if key in ext:
+                rollout[key] = ext[key]
         if "extensions" in ext:
             rollout["extensions"] = ext["extensions"]
         else:  # the rollout had none: a round trip gives back the same rollout

@@ -13,6 +13,8 @@ from typing import Any
 __all__ = ["EXTENSION", "rollout_to_atif"]
 
 EXTENSION = "harness_probe"
+PASSTHROUGH = ("provenance", "compactions")
+_INVOCATION_CORE = ("invocation_id", "parent_invocation_id", "model_call_refs", "conversation")
 ROLLOUT_FORMAT = "probe-rollout/v1"
 
 
@@ -80,6 +82,8 @@ class _Writer:
         ext = {
             "invocation_id": inv["invocation_id"],
             "parent_invocation_id": inv.get("parent_invocation_id"),
+            # Fields of the invocation beyond what the trajectory itself says (e.g. session token_totals).
+            "invocation_extra": {k: v for k, v in inv.items() if k not in _INVOCATION_CORE},
             "unattached_steps": [
                 {**s, "model_calls": [self.calls[r] for r in s.get("model_call_refs", []) if r in self.calls]}
                 for s in unattached
@@ -208,4 +212,8 @@ def rollout_to_atif(rollout: dict[str, Any], version: str = "ATIF-v1.8") -> dict
     )
     if isinstance(rollout.get("extensions"), dict):
         ext["extensions"] = rollout["extensions"]
+    # Optional top-level facts ATIF has no place for, kept whole so a round trip gives them back.
+    for key in PASSTHROUGH:
+        if key in rollout:
+            ext[key] = rollout[key]
     return doc

@@ -171,6 +171,13 @@ def _minimum(m: float) -> Check:
     return run
 
 
+def _exclusive_minimum(m: float) -> Check:
+    def run(x: Any) -> bool | None:
+        return not isinstance(x, int | float) or isinstance(x, bool) or x > m
+
+    return run
+
+
 def _length(bound: int, at_least: bool) -> Check:
     # JSON Schema counts code points, which is what len() of a Python str counts.
     def run(x: Any) -> bool | None:
@@ -238,6 +245,8 @@ def _node(node: dict[str, Any]) -> Check:
             checks.append(_pattern(re.compile(value)))
         elif key == "minimum" and isinstance(value, int | float):
             checks.append(_minimum(value))
+        elif key == "exclusiveMinimum" and isinstance(value, int | float) and not isinstance(value, bool):
+            checks.append(_exclusive_minimum(value))
         elif key in ("minLength", "maxLength") and isinstance(value, int) and not isinstance(value, bool):
             checks.append(_length(value, key == "minLength"))
         elif key in ("minItems", "maxItems") and isinstance(value, int) and not isinstance(value, bool):
