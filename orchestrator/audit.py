@@ -147,6 +147,18 @@ def _suite(source: Path, episodes: list[tuple[str, str, Path]]) -> dict[str, Any
     }
 
 
+def _collection_record(old: dict[str, Any] | None, copied: Collection) -> dict[str, Any]:
+    now = copied.to_json()
+    if not old or not isinstance(old.get("collection"), dict):
+        return now
+    record = dict(old["collection"])
+    seen = {(f.get("kind"), f.get("path")) for f in record.get("findings", [])}
+    extra = [f for f in now["findings"] if (f["kind"], f["path"]) not in seen]
+    if extra:
+        record["findings"] = [*record.get("findings", []), *extra]
+    return record
+
+
 def _audit_episode(
     harness_name: str,
     scenario_name: str,
@@ -177,10 +189,9 @@ def _audit_episode(
         old["started_at"] if old else now_iso(),
         execution,
     )
-    # What the run could not collect is still a finding of the audit; then what the audit's copy met.
-    for f in (old or {}).get("collection", {}).get("findings", []):
-        copied.note(Finding(f["kind"], f["path"], f["reason"]))
-    result["collection"] = copied.to_json()
+    # The run's own collection record stands (an audit of an untouched copy reproduces the result byte for byte);
+    # what the audit's copy met beyond it (a link planted in the saved folder since) is added to its findings.
+    result["collection"] = _collection_record(old, copied)
     try:
         scenario = load_json(dest.scenario, "probe-scenario/v1")
         if harness is not None:
