@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.runtime import ContainerSpec, Engine, PodSpec, create_labels
+from orchestrator.runtime.collect import Collection
 from orchestrator.scenarios import load_scenario
 from tests.integration.conftest import Images, labelled
 
@@ -112,7 +113,7 @@ def test_harness_reaches_only_the_provider(engine: Engine, images: Images, tmp_p
         out = json.loads(pod.harness.logs().decode().strip().splitlines()[-1])
         limits = pod.limits()
         pod.proxy.stop(10)
-        pod.proxy.copy_out("/probe/witness/witness.jsonl", tmp_path)
+        pod.proxy.copy_out("/probe/witness/witness.jsonl", tmp_path, Collection())
     assert out["interfaces"] == ["lo"]
     assert out["provider"] == "open"
     for target, (result, seconds) in out["targets"].items():
