@@ -24,6 +24,7 @@ from orchestrator.runtime.docker_pod import DockerPod, docker_pod
 from orchestrator.runtime.interrupts import deferred_interrupts
 from orchestrator.runtime.pod import PodSpec
 from orchestrator.runtime.spec import (
+    LABEL_NS,
     LOG_MAX_FILES,
     LOG_MAX_SIZE,
     OWNER_LABEL,
@@ -404,10 +405,15 @@ class Engine:
         # The low-level listings: one call each, no per-object lookup that races other runs' removals.
         api = self.client.api
         with deferred_interrupts():
-            for c in api.containers(all=True, filters=flt):
+            for c in _joiners_first(api.containers(all=True, filters=flt)):
                 if dead(c.get("Labels")):
-                    with contextlib.suppress(docker.errors.NotFound):
+                    try:
                         api.remove_container(c["Id"], force=True, v=True)
+                    except docker.errors.NotFound:
+                        pass
+                    except docker.errors.APIError as exc:  # never a reason for this run to fail: said, left
+                        log.warning("could not remove a dead run's container", container=c["Id"][:12], error=str(exc))
+                        continue
                     removed.append(f"container {c['Names'][0].lstrip('/')} (run {c['Labels'].get(RUN_LABEL)})")
             for v in api.volumes(filters=flt).get("Volumes") or []:
                 if dead(v.get("Labels")):
@@ -429,7 +435,7 @@ class Engine:
         counts = {"containers": 0, "networks": 0, "volumes": 0}
         api = self.client.api
         with deferred_interrupts():
-            for c in api.containers(all=True, filters=flt):
+            for c in _joiners_first(api.containers(all=True, filters=flt)):
                 with contextlib.suppress(docker.errors.NotFound):
                     api.remove_container(c["Id"], force=True, v=True)
                 counts["containers"] += 1
@@ -442,6 +448,12 @@ class Engine:
                     api.remove_volume(v["Name"], force=True)
                 counts["volumes"] += 1
         return counts
+
+
+def _joiners_first(containers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A pod's harness before its proxy: Podman refuses to remove a container others joined ("has dependent
+    containers"); Docker does not mind the order."""
+    return sorted(containers, key=lambda c: (c.get("Labels") or {}).get(f"{LABEL_NS}.role") == "proxy")
 
 
 def _timed_chunks(res: Any, sock: Any, collection: Collection) -> Iterator[bytes]:
