@@ -98,15 +98,18 @@ def probe_docker(run: Runner = _run, env: dict[str, str] | None = None) -> Runti
         status.reasons.append("no Docker socket found (DOCKER_HOST unset, /var/run/docker.sock absent)")
         return status
     for endpoint in endpoints:
-        client = docker.DockerClient(base_url=endpoint, timeout=int(PROBE_SECONDS))
+        client: docker.DockerClient | None = None
         try:
+            # Making the client already asks the engine its API version.
+            client = docker.DockerClient(base_url=endpoint, timeout=int(PROBE_SECONDS))
             info = client.info()
             version = client.version()
         except Exception as exc:  # any failure to talk is a reason, never a crash of doctor
             status.reasons.append(f"{redact_host(endpoint)}: {type(exc).__name__}: {str(exc)[:160]}")
             continue
         finally:
-            client.close()
+            if client is not None:
+                client.close()
         status.answers = True
         status.endpoint = redact_host(endpoint)
         status.version = str(version.get("Version"))

@@ -50,7 +50,11 @@ def podman_socket() -> str:
 
 
 def _answers(url: str) -> bool:
-    client = docker.DockerClient(base_url=url, timeout=5)
+    # The client asks the engine its API version when it is made: that too fails while nothing listens.
+    try:
+        client = docker.DockerClient(base_url=url, timeout=5)
+    except Exception:
+        return False
     try:
         client.ping()
     except Exception:
@@ -138,7 +142,10 @@ class PodmanEngine(Engine):
 
     def import_image(self, tag: str) -> str | None:
         """From the Docker engine on this machine, when there is one and it has the tag."""
-        source = docker.DockerClient(base_url="unix:///var/run/docker.sock", timeout=600)
+        try:
+            source = docker.DockerClient(base_url="unix:///var/run/docker.sock", timeout=600)
+        except Exception:  # no Docker engine here: the image is built instead
+            return None
         try:
             try:
                 source.images.get(tag)

@@ -21,7 +21,11 @@ mount_program = "/usr/bin/fuse-overlayfs"
 
 
 def _answers(url: str) -> bool:
-    client = docker.DockerClient(base_url=url, timeout=5)
+    # The client asks the engine its API version when it is made: that too fails while nothing listens.
+    try:
+        client = docker.DockerClient(base_url=url, timeout=5)
+    except Exception:
+        return False
     try:
         client.ping()
     except Exception:
@@ -83,6 +87,7 @@ def start_rootless_service() -> tuple[str, subprocess.Popen[bytes]]:
     while not _answers(url):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
+            proc.wait(10)
             raise RuntimeError(f"rootless podman service did not answer at {url}")
         time.sleep(0.3)
     return url, proc
