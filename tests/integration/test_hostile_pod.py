@@ -7,6 +7,7 @@ No test sends traffic anywhere but loopback: in the pod a connect to any other a
 from __future__ import annotations
 
 import json
+import random
 import signal
 import subprocess
 import threading
@@ -181,16 +182,10 @@ def _objects_of(engine: Engine, pid: int) -> list[str]:
 
 
 # Each moment gets an INT or a TERM or both (the machine's CPU bounds how many real runs a test may start).
-INTERRUPTS = [
-    ("image-check", signal.SIGINT),
-    ("version-probe", signal.SIGINT),
-    ("version-probe", signal.SIGTERM),
-    ("pod-start", signal.SIGTERM),
-    ("harness-run", signal.SIGINT),
-    ("harness-run", signal.SIGTERM),
-    ("collection", signal.SIGINT),
-    ("collection", signal.SIGTERM),
-]
+# Every moment with both signals; then a few at seeded random delays past the harness's start, where the pod's
+# objects are being created, used and removed.
+INTERRUPTS = [(moment, sig) for moment in MOMENTS for sig in (signal.SIGINT, signal.SIGTERM)]
+RANDOM_DELAYS = [round(random.Random(seed).uniform(0.0, 2.5), 2) for seed in range(4)]
 
 
 @pytest.mark.parametrize(("moment", "signum"), INTERRUPTS, ids=[f"{m}-{signal.Signals(s).name}" for m, s in INTERRUPTS])
@@ -205,7 +200,21 @@ def test_an_interrupt_at_any_moment_leaves_nothing(
     assert _objects_of(engine, run.proc.pid) == []
 
 
-@pytest.mark.parametrize("moment", ["pod-start", "harness-run"])
+@pytest.mark.parametrize("delay", RANDOM_DELAYS)
+def test_an_interrupt_at_a_random_moment_leaves_nothing(
+    delay: float, engine: Engine, images: Images, tmp_path: Path
+) -> None:
+    run = _Run(tmp_path / "out")
+    run.wait_for(MOMENTS["harness-run"])
+    time.sleep(delay)
+    code = run.signal(signal.SIGINT if RANDOM_DELAYS.index(delay) % 2 == 0 else signal.SIGTERM)
+    # Interrupted while running, or the run had already ended on its own (then with its own exit code).
+    assert code in (0, 1, 130), "".join(run.lines)[-3000:]
+    assert code != 130 or not (tmp_path / "out" / "summary.json").exists()
+    assert _objects_of(engine, run.proc.pid) == []
+
+
+@pytest.mark.parametrize("moment", ["pod-start", "harness-run", "collection"])
 def test_a_killed_run_is_swept_by_the_next(moment: str, engine: Engine, images: Images, tmp_path: Path) -> None:
     run = _Run(tmp_path / "killed")
     run.wait_for(MOMENTS[moment])
