@@ -73,9 +73,9 @@ dist: $(VENV)/.installed
 	rm -rf dist
 	$(VENV)/bin/python -m build --outdir dist .
 	$(VENV)/bin/twine check --strict dist/*
-	@$(VENV)/bin/python -m zipfile -l dist/*.whl | grep -q 'orchestrator/_data/scenarios/scenario.schema.json' \
-	  && $(VENV)/bin/python -m zipfile -l dist/*.whl | grep -q 'orchestrator/_data/images/reference/Dockerfile' \
-	  && $(VENV)/bin/python -m zipfile -l dist/*.whl | grep -q 'proxy_addons/interpreter.py' \
+	@$(VENV)/bin/python -m zipfile -l dist/*.whl | grep >/dev/null 'orchestrator/_data/scenarios/scenario.schema.json' \
+	  && $(VENV)/bin/python -m zipfile -l dist/*.whl | grep >/dev/null 'orchestrator/_data/images/reference/Dockerfile' \
+	  && $(VENV)/bin/python -m zipfile -l dist/*.whl | grep >/dev/null 'proxy_addons/interpreter.py' \
 	  || { echo "the wheel lacks scenarios/, images/ or proxy_addons/" >&2; exit 1; }
 
 # Scale targets: an audit of one rollout of 100,000 calls and of 1,000 and 10,000 saved episodes (no engine);
