@@ -32,7 +32,7 @@ from orchestrator.runtime.spec import ContainerSpec
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["PODMAN_ULIMITS", "PodmanEngine", "podman_socket"]
+__all__ = ["PODMAN_ULIMITS", "PodmanEngine", "api_answers", "podman_socket"]
 
 # nofile/nproc (soft, hard): at or below what Podman's own service gets here, so nothing needs raising.
 PODMAN_ULIMITS = {"nofile": (4096, 4096), "nproc": (4096, 4096)}
@@ -49,7 +49,8 @@ def podman_socket() -> str:
     return "unix:///run/podman/podman.sock"
 
 
-def _answers(url: str) -> bool:
+def api_answers(url: str) -> bool:
+    """Whether a Docker-compatible API answers at `url` (a ping; never raises)."""
     # The client asks the engine its API version when it is made: that too fails while nothing listens.
     try:
         client = docker.DockerClient(base_url=url, timeout=5)
@@ -80,7 +81,7 @@ def _start_service(url: str) -> None:
         start_new_session=True,
     )
     deadline = time.monotonic() + 30
-    while not _answers(url):
+    while not api_answers(url):
         if time.monotonic() > deadline:
             raise EngineUnavailable(f"podman's API service did not answer at {url} within 30 s")
         time.sleep(0.2)
@@ -123,7 +124,7 @@ class PodmanEngine(Engine):
     @classmethod
     def connect(cls, timeout: int = 300) -> PodmanEngine:
         url = podman_socket()
-        if not _answers(url):
+        if not api_answers(url):
             if os.environ.get("CONTAINER_HOST"):
                 raise EngineUnavailable(f"no Podman API answers at CONTAINER_HOST={url}")
             _start_service(url)

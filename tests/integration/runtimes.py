@@ -12,27 +12,14 @@ from pathlib import Path
 
 import docker
 
+from orchestrator.runtime.podman import api_answers
+
 ROOTLESS_USER = "hp-rootless"
 STORAGE_CONF = """[storage]
 driver = "overlay"
 [storage.options.overlay]
 mount_program = "/usr/bin/fuse-overlayfs"
 """
-
-
-def _answers(url: str) -> bool:
-    # The client asks the engine its API version when it is made: that too fails while nothing listens.
-    try:
-        client = docker.DockerClient(base_url=url, timeout=5)
-    except Exception:
-        return False
-    try:
-        client.ping()
-    except Exception:
-        return False
-    finally:
-        client.close()
-    return True
 
 
 def podman_missing() -> str | None:
@@ -84,7 +71,7 @@ def start_rootless_service() -> tuple[str, subprocess.Popen[bytes]]:
         start_new_session=True,
     )
     deadline = time.monotonic() + 60
-    while not _answers(url):
+    while not api_answers(url):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             proc.wait(10)
