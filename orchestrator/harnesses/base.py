@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any, ClassVar
 
 from orchestrator.scenarios import Scenario
 
-__all__ = ["Harness", "Launch", "LaunchContext", "NormalizeError"]
+__all__ = ["Harness", "Launch", "LaunchContext", "NormalizeError", "tool_arguments"]
 
 
 class NormalizeError(RuntimeError):
@@ -81,3 +82,14 @@ class Harness(ABC):
 
     def parse_version(self, output: str) -> str:
         return output.strip().splitlines()[-1] if output.strip() else ""
+
+
+def tool_arguments(raw: Any) -> Any:
+    """A tool call's arguments as the harness recorded them: a JSON string parsed, anything else (a non-JSON
+    string included) kept exactly as it is, so a malformed argument stays visible to the checks."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.base import NormalizeError, tool_arguments
 
 __all__ = ["TRAJECTORY_NAME", "normalize_trajectory"]
 
@@ -87,15 +87,6 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return raw
-    return raw
-
-
 def _token_stats(usage: Any) -> dict[str, int | None]:
     u = _dict(usage)
     return {
@@ -119,7 +110,7 @@ def _requested_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "tool_call_id": _str_or_none(tc.get("id")) or "",
                 "tool_name": _str_or_none(fn.get("name")) or "",
-                "arguments": _arguments(fn.get("arguments")),
+                "arguments": tool_arguments(fn.get("arguments")),
             }
         )
     return out

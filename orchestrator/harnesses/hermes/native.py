@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.base import NormalizeError, tool_arguments
 from orchestrator.harnesses.sqlite_store import readonly_copy
 
 __all__ = [
@@ -165,18 +165,8 @@ def _tool_requests(raw: Any, row_id: int, problems: list[tuple[str, str]]) -> tu
         if not (isinstance(fn, dict) and isinstance(cid, str) and isinstance(fn.get("name"), str)):
             problems.append(("conversation.tool_calls_unreadable", f"message {row_id}: tool_calls[{n}] has no id/name"))
             continue
-        out.append(ToolRequest(cid, fn["name"], _arguments(fn.get("arguments"))))
+        out.append(ToolRequest(cid, fn["name"], tool_arguments(fn.get("arguments"))))
     return tuple(out)
-
-
-def _arguments(raw: Any) -> Any:
-    # Hermes keeps the arguments string exactly as the model sent it; a non-JSON string stays a string.
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return raw
-    return raw
 
 
 def _dumps(folder: Path, problems: list[tuple[str, str]]) -> list[RequestDump]:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.base import NormalizeError, tool_arguments
 
 __all__ = ["FINISH_TOOL", "RECORD_FORMAT", "RECORD_NAME", "normalize_record"]
 
@@ -143,15 +143,6 @@ def _text(content: Any) -> str | None:
     return None
 
 
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return raw
-    return raw
-
-
 class _Builder:
     """One pass over the history in order: calls, steps, tool records and the conversation."""
 
@@ -186,7 +177,7 @@ class _Builder:
             {
                 "tool_call_id": _str(b.get("tool_call_id")) or "",
                 "tool_name": _str(b.get("name")) or "",
-                "arguments": _arguments(b.get("arguments")),
+                "arguments": tool_arguments(b.get("arguments")),
             }
             for b in blocks
             if b.get("kind") == "tool_call"
