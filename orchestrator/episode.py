@@ -8,6 +8,7 @@ import os
 import time
 import traceback
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from orchestrator.paths import EpisodePaths
 from orchestrator.resources import build_info
 from orchestrator.runtime import ContainerHandle, ContainerSpec, PodRuntime, PodSpec, create_labels
 from orchestrator.runtime.collect import Collection, CollectLimits
+from orchestrator.runtime.pod import Pod
 from orchestrator.scenarios import Scenario
 from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
 
@@ -32,6 +34,7 @@ __all__ = ["EpisodeImages", "now_iso", "run_episode", "write_json"]
 PROXY_READY = b"DNS server listening at"
 PROXY_STOP_SECONDS = 10
 PROXY_READY_SECONDS = 60
+POD_SETUP_ATTEMPTS = 2
 # Per container. CPU is a share of one core: a harness burning CPU cannot starve the proxy or the host.
 HARNESS_CPUS, HARNESS_MEMORY, HARNESS_PIDS = 1.0, "2g", 512
 PROXY_CPUS, PROXY_MEMORY, PROXY_PIDS = 1.0, "1g", 256
@@ -173,7 +176,8 @@ def run_episode(
     runtime_doc["limits"] = _asked_limits(pod_spec)
     _write_runtime(paths, runtime_doc)
     try:
-        with engine.pod(pod_spec) as pod:
+        with ExitStack() as stack:
+            pod = _set_up_pod(stack, engine, pod_spec, paths)
             runtime_doc["limits"] = pod.limits()
             _write_runtime(paths, runtime_doc)
             hc, proxy = pod.harness, pod.proxy
@@ -211,6 +215,22 @@ def run_episode(
         (paths.root / "episode-error.txt").write_text(traceback.format_exc())
         log.error("episode could not run", error=str(exc))
     return _finish(paths, harness, scenario, run_id, episode_id, started, execution, True, collection)
+
+
+def _set_up_pod(stack: ExitStack, engine: PodRuntime, spec: PodSpec, paths: EpisodePaths) -> Pod:
+    """The pod, set up once more if the engine failed before the harness was started. No instruction of the
+    harness has run then, so the failure cannot be the harness's doing, and an engine under load (Podman's API
+    service most of all) fails a set-up step now and then; the first failure is kept beside the episode, and a
+    second one is the episode's error."""
+    for attempt in range(1, POD_SETUP_ATTEMPTS + 1):
+        try:
+            return stack.enter_context(engine.pod(spec))
+        except Exception as exc:
+            if attempt == POD_SETUP_ATTEMPTS:
+                raise
+            (paths.root / f"pod-setup-error-{attempt}.txt").write_text(traceback.format_exc())
+            log.warning("pod set-up failed; setting it up once more", error=f"{type(exc).__name__}: {exc}"[:500])
+    raise AssertionError("unreachable")
 
 
 def _write_runtime(paths: EpisodePaths, doc: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.runtime.ping import UNIX_SCHEMES, api_answers
 from orchestrator.runtime.spec import redact_host
 
 __all__ = [
@@ -99,6 +100,9 @@ def probe_docker(run: Runner = _run, env: dict[str, str] | None = None) -> Runti
         return status
     for endpoint in endpoints:
         client: docker.DockerClient | None = None
+        if endpoint.startswith(UNIX_SCHEMES) and not api_answers(endpoint, PROBE_SECONDS):
+            status.reasons.append(f"{redact_host(endpoint)}: nothing answers a ping on this socket")
+            continue
         try:
             # Making the client already asks the engine its API version.
             client = docker.DockerClient(base_url=endpoint, timeout=int(PROBE_SECONDS))

@@ -19,6 +19,7 @@ from docker.models.volumes import Volume
 from orchestrator.runtime.docker_container import REMOVE_SECONDS, RunningContainer
 from orchestrator.runtime.docker_pod import DockerPod, docker_pod
 from orchestrator.runtime.interrupts import deferred_interrupts
+from orchestrator.runtime.ping import UNIX_SCHEMES, api_answers
 from orchestrator.runtime.pod import PodSpec
 from orchestrator.runtime.spec import (
     LABEL_NS,
@@ -51,7 +52,10 @@ class Engine:
     @classmethod
     def connect(cls, timeout: int = 300) -> Engine:
         where = os.environ.get("DOCKER_HOST", "the default socket (unix:///var/run/docker.sock)")
+        url = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         try:
+            if url.startswith(UNIX_SCHEMES) and not api_answers(url):
+                raise EngineUnavailable("nothing answers a ping on that socket")
             client = docker.from_env(timeout=timeout)
             client.ping()
         except Exception as exc:

@@ -27,6 +27,7 @@ import structlog
 
 from orchestrator.runtime.archive import transfer_image
 from orchestrator.runtime.docker import Engine, EngineUnavailable
+from orchestrator.runtime.ping import api_answers
 from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST
 from orchestrator.runtime.spec import ContainerSpec
 
@@ -47,22 +48,6 @@ def podman_socket() -> str:
         runtime_dir = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.geteuid()}"
         return f"unix://{runtime_dir}/podman/podman.sock"
     return "unix:///run/podman/podman.sock"
-
-
-def api_answers(url: str) -> bool:
-    """Whether a Docker-compatible API answers at `url` (a ping; never raises)."""
-    # The client asks the engine its API version when it is made: that too fails while nothing listens.
-    try:
-        client = docker.DockerClient(base_url=url, timeout=5)
-    except Exception:
-        return False
-    try:
-        client.ping()
-    except Exception:
-        return False
-    finally:
-        client.close()
-    return True
 
 
 def _start_service(url: str) -> None:

@@ -88,6 +88,12 @@ def run_catalogue(harness: str, out: Path, *args: str) -> int:
     return res.code
 
 
+def _tail(episode: Path) -> dict[str, list[str]]:
+    """The last lines of what the run kept about an episode that errored: its traceback, set-up failures, logs."""
+    names = ("episode-error.txt", "check-error.txt", "pod-setup-error-1.txt", "harness.log", "proxy.log")
+    return {n: (episode / n).read_text(errors="replace").splitlines()[-12:] for n in names if (episode / n).is_file()}
+
+
 def assert_matches_golden(out: Path, code: int, harness: str) -> None:
     now = verdict_table(out, harness)
     assert sorted(now["scenarios"]) == sorted(s.name for s in list_scenarios())
@@ -100,9 +106,17 @@ def assert_matches_golden(out: Path, code: int, harness: str) -> None:
         for c in r["checks"]
         if c["status"] == "fail" and any(line.startswith(f"{name} / {c['id']}:") for line in diff)
     }
+    # An infrastructure error says why in the episode's execution record and log, not in its checks: show those
+    # first, since every check of such an episode fails only as a consequence.
+    errors = {
+        name: {"execution": r["execution"], "normalize": r["normalize"], "log": _tail(out / harness / name)}
+        for name, r in results(out, harness).items()
+        if r["verdict"] == "error"
+    }
     assert diff == [], (
         f"verdicts differ from {golden_path(harness).relative_to(GOLDEN_DIR.parent.parent)}:\n"
         + "\n".join(diff)
+        + ("\ninfrastructure errors: " + json.dumps(errors, indent=1)[:6000] if errors else "")
         + "\nreasons now: "
         + json.dumps(reasons, indent=1)[:4000]
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import docker
 
-from orchestrator.runtime.podman import api_answers
+from orchestrator.runtime.ping import api_answers
 
 ROOTLESS_USER = "hp-rootless"
 STORAGE_CONF = """[storage]
