@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -11,17 +12,20 @@ from proxy_addons.scenario import Scenario
 # Prompt usage reported on every scripted reply, as a share of the window: past every compaction threshold
 # harnesses use (Claude Code ~92 %, Codex 90 %, Hermes 50-85 %), still short of an overflow.
 NEAR_WINDOW = 0.97
+SUMMARY_WORDS = ("summar", "compact", "condense")
 
 
-def reply_usage(scenario: Scenario, model_attempt: int) -> Usage | None:
-    """The usage a scripted reply carries: none, the plain per-attempt usage, or that usage near the window.
+def reply_usage(scenario: Scenario, model_attempt: int, compacted: bool = False) -> Usage | None:
+    """The usage a scripted reply carries: none, the plain per-attempt usage, or that usage near the window
+    until the harness has compacted (after that its history is short again; staying near the window would push
+    a harness that did compact into compacting after every reply, the final one included).
 
     Near the window the per-attempt offsets stay, so every count still joins to exactly one attempt.
     """
     if not scenario.usage:
         return None
     plain = usage_for_attempt(model_attempt)
-    if scenario.context_window is None:
+    if scenario.context_window is None or compacted:
         return plain
     near = int(scenario.context_window * NEAR_WINDOW)
     return replace(plain, prompt=near + plain.prompt)
@@ -38,7 +42,18 @@ def window_fields(scenario: Scenario, anthropic: bool) -> dict[str, Any]:
     return {"context_length": window, "context_window": window, "max_model_len": window}
 
 
-def may_drop(scenario: Scenario, output_seen: str | None) -> bool:
-    """Whether a request may leave out a tool result: only one the model already saw, and only where the script
-    pushes the harness to compact (elsewhere every issued call's result must stay in the history)."""
-    return scenario.context_window is not None and output_seen is not None
+def is_summarization(scenario: Scenario, body: Any) -> bool:
+    """Whether a tool-less side request asks for a summary of the conversation (compaction scenarios only).
+    Harnesses also send side requests that are not compaction (titles, topic checks); every summarization
+    prompt seen names one of these words. orchestrator/checks/compaction.py reads the witness the same way."""
+    if scenario.context_window is None:
+        return False
+    text = json.dumps(body, ensure_ascii=False).lower()
+    return any(word in text for word in SUMMARY_WORDS)
+
+
+def may_drop(scenario: Scenario, output_seen: str | None, summarized: bool = False) -> bool:
+    """Whether a request may leave out a tool result: only one the model already saw, in a tool result or in a
+    summarization request made after the command ran, and only where the script pushes the harness to compact
+    (elsewhere every issued call's result must stay in the history)."""
+    return scenario.context_window is not None and (output_seen is not None or summarized)

@@ -106,6 +106,8 @@ class _CallState:
     last_output: str | None = None
     # (present, matches) of the last marker check, None before the first one.
     marker: tuple[bool, bool] | None = None
+    # A summarization request came after the command ran: the model saw the result there (compaction only).
+    summarized: bool = False
 
     @property
     def verified(self) -> bool:
@@ -171,6 +173,9 @@ class Interpreter:
         # Whether a model request with tools has reached the script: from then on, a model request with no
         # tools at all is a side request (title, summary) and gets a canned reply.
         self._tools_seen = False
+        # The harness has compacted (a summarization request, or a history that left a seen result out): from
+        # then on replies report plain usage, as a provider would after the history shrank.
+        self._compacted = False
         # How a step reaches a harness that takes no native tool calls (harness_profile.delivery), or None.
         self._delivery = delivery_for(scenario.delivery)
 
@@ -281,6 +286,9 @@ class Interpreter:
         # Evidence first: what the history shows is recorded even when the request is then refused.
         self._observe_history(attempt, model_request)
         if not model_request.has_tools and self._tools_seen:
+            if compaction.is_summarization(self.scenario, attempt.parsed):
+                self._note_summarized()
+                self._compacted = True
             return self._auxiliary_reply(attempt, codec, model_request)
         violation = self._guard(model_request)
         if violation is not None:
@@ -322,6 +330,7 @@ class Interpreter:
         for call_id, state in self._sent.items():
             output = results.get(call_id)
             if output is None:
+                self._compacted = self._compacted or state.last_output is not None
                 continue
             if output != state.last_output:
                 self.recorder.write(
@@ -336,12 +345,23 @@ class Interpreter:
                 state.last_output = output
             # The marker is checked once the result shows the tool ran; an unproven marker is
             # re-checked on later requests and recorded again only if what we see changes.
-            if not state.verified:
-                observation = check_marker(state.call.marker_path, state.call.token)
-                if observation != state.marker:
-                    present, matches = observation
-                    self.recorder.write("marker", {"tool_call_id": call_id, "present": present, "matches": matches})
-                    state.marker = observation
+            self._check_marker(call_id, state)
+
+    def _check_marker(self, call_id: str, state: _CallState) -> None:
+        if not state.verified:
+            observation = check_marker(state.call.marker_path, state.call.token)
+            if observation != state.marker:
+                present, matches = observation
+                self.recorder.write("marker", {"tool_call_id": call_id, "present": present, "matches": matches})
+                state.marker = observation
+
+    def _note_summarized(self) -> None:
+        """A harness may compact before it ever sends a result back (OpenCode summarizes the history, result
+        included, then continues from the summary): each call whose command provably ran may then be dropped."""
+        for call_id, state in self._sent.items():
+            if state.last_output is None and not state.summarized:
+                self._check_marker(call_id, state)
+                state.summarized = state.verified
 
     def _guard(self, model_request: ModelRequest) -> tuple[str, str] | None:
         if self._final_sent:
@@ -350,7 +370,7 @@ class Interpreter:
         missing = [
             call_id
             for call_id, state in self._calls.items()
-            if call_id not in results and not compaction.may_drop(self.scenario, state.last_output)
+            if call_id not in results and not compaction.may_drop(self.scenario, state.last_output, state.summarized)
         ]
         if missing:
             return (
@@ -485,7 +505,7 @@ class Interpreter:
                 calls = (self._final_submit_call(codec, shell, prefix or "", step.answer),)
             else:
                 calls = tuple(self._new_call(codec, shell, spec) for spec in step.calls)
-        usage = compaction.reply_usage(self.scenario, model_attempt)
+        usage = compaction.reply_usage(self.scenario, model_attempt, self._compacted)
         reply = ScriptedReply(
             response_id=codec.new_response_id(),
             tool_calls=calls + finish if wire_calls is None else wire_calls,

@@ -59,23 +59,26 @@ def _model_route(attempt: dict[str, Any]) -> bool:
 def witnessed_compactions(w: Witness) -> list[Compaction]:
     """Compaction as it crossed the wire, in arrival order.
 
-    Once a tool result has been sent, a summarization side request, or any request whose history no longer
-    carries a result an earlier request carried, shows that the harness compacted.
+    Once a tool call has been issued, a summarization side request (some harnesses summarize before they ever
+    send the result back: OpenCode), or any request whose history no longer carries a result an earlier request
+    carried, shows that the harness compacted.
     """
     found: list[Compaction] = []
     seen: set[str] = set()
+    issued = False
     for a in w.attempts(None):
         if not _model_route(a):
             continue
         request = a.get("request")
         ids = _result_ids(request)
-        if seen and a["kind"] == "auxiliary":
+        if issued and a["kind"] == "auxiliary":
             text = json.dumps(request).lower()
             if any(word in text for word in _SUMMARY_WORDS):
                 found.append(Compaction(a, True, ()))
         elif seen - ids:
             found.append(Compaction(a, False, tuple(sorted(seen - ids))))
         seen |= ids
+        issued = issued or bool(a.get("tool_call_ids"))
     return found
 
 
@@ -124,5 +127,6 @@ def compaction_recorded(ev: Evidence) -> list[str]:
     for c in wire:
         rid = c.attempt.get("response_id")
         if c.summarization and rid and rid not in named:
-            reasons.append(f"{c.describe()} (response {rid}) is not among the calls of any recorded compaction")
+            why = "the recorded compaction calls carry no response id" if not named else "it is not among them"
+            reasons.append(f"{c.describe()} (response {rid}) cannot be joined to a recorded compaction call: {why}")
     return reasons

@@ -52,12 +52,30 @@ def build_rollout(native: OpenCodeNative) -> dict[str, Any]:
     invocations: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     tool_calls: list[dict[str, Any]] = []
+    compactions: list[dict[str, Any]] = []
     for s in native.sessions:
         calls: list[dict[str, Any]] = []
         replies = [m for m in s.messages if m.role == "assistant"]
-        for n, m in enumerate(replies, start=1):
+        n = 0
+        waiting: list[dict[str, Any]] = []  # compactions recorded before the step they precede
+        for m in replies:
             step_calls = _calls(s, m, native.log)
             calls += step_calls
+            if _is_summary(m):
+                record: dict[str, Any] = {
+                    "invocation_id": s.id,
+                    "step_no": None,
+                    "model_call_refs": [c["model_call_id"] for c in step_calls],
+                }
+                if step_calls and step_calls[0]["started_at"]:
+                    record["timestamp"] = step_calls[0]["started_at"]
+                compactions.append(record)
+                waiting.append(record)
+                continue
+            n += 1
+            for earlier in waiting:
+                earlier["step_no"] = n
+            waiting.clear()
             steps.append(
                 {
                     "step_no": n,
@@ -89,12 +107,19 @@ def build_rollout(native: OpenCodeNative) -> dict[str, Any]:
         "steps": steps,
         "tool_calls": tool_calls,
         "outcome": _outcome(root),
+        **({"compactions": compactions} if compactions else {}),
         # Provenance: OpenCode's log names retried requests apart from its stored steps: each is placed in the step of
         # the next reply.
         "provenance": {"retry_placement": "inferred"},
         "gaps": gaps,
         "extensions": {"opencode": {"log_lines": len(native.log), "sessions": [s.id for s in native.sessions]}},
     }
+
+
+def _is_summary(m: Message) -> bool:
+    """A reply OpenCode asked for to compact the session: its own `summary` flag, made by its compaction agent.
+    The user message before it carries a `compaction` part; neither is a step of the agent."""
+    return m.data.get("summary") is True and m.data.get("mode") == "compaction"
 
 
 def _calls(s: Session, m: Message, log: list[LogLine]) -> list[dict[str, Any]]:

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from conftest import BASH_TOOL, MakeProvider, chat_body, execute_tool_calls, response_json, tool_success_scenario
+from conftest import (
+    BASH_TOOL,
+    MakeProvider,
+    Provider,
+    chat_body,
+    execute_tool_calls,
+    response_json,
+    tool_success_scenario,
+)
+from mitmproxy import http
 
 from proxy_addons.compaction import NEAR_WINDOW
 
@@ -44,13 +53,15 @@ def test_without_a_window_nothing_changes(make_provider: MakeProvider) -> None:
 def test_a_result_already_seen_may_be_compacted_away_but_never_skipped(make_provider: MakeProvider) -> None:
     provider = make_provider(context_window=WINDOW)
     first = execute_tool_calls(provider, response_json(provider.send("POST", PATH, chat_body([USER], [BASH_TOOL]))))
-    second = execute_tool_calls(
-        provider, response_json(provider.send("POST", PATH, chat_body([USER, *first], [BASH_TOOL])))
-    )
+    second_reply = response_json(provider.send("POST", PATH, chat_body([USER, *first], [BASH_TOOL])))
+    second = execute_tool_calls(provider, second_reply)
     # The first exchange replaced by a summary: its result was seen, so the next step is played.
     summary = {"role": "user", "content": "Summary: ran one command."}
     third = provider.send("POST", "/v1/chat/completions", chat_body([USER, summary, *second], [BASH_TOOL]))
     assert third.response is not None and third.response.status_code == 200
+    # Until then every reply was near the window; the shortened history brings the usage down.
+    assert second_reply["usage"]["prompt_tokens"] > WINDOW // 2
+    assert response_json(third)["usage"]["prompt_tokens"] < WINDOW // 2
 
 
 def test_without_a_window_a_dropped_result_is_refused(make_provider: MakeProvider) -> None:
@@ -61,3 +72,43 @@ def test_without_a_window_a_dropped_result_is_refused(make_provider: MakeProvide
     )
     third = provider.send("POST", "/v1/chat/completions", chat_body([USER, *second], [BASH_TOOL]))
     assert third.response is not None and third.response.status_code == 409
+
+
+def _summarize_then_continue(provider: Provider, run: bool, prompt: str) -> http.HTTPFlow:
+    """OpenCode's order: the tool runs, the history (result included) goes into a side request, and the agent
+    continues from that summary without ever sending the result back as a tool message."""
+    reply = response_json(provider.send("POST", PATH, chat_body([USER], [BASH_TOOL])))
+    if run:
+        execute_tool_calls(provider, reply)
+    side = provider.send("POST", PATH, chat_body([{"role": "user", "content": prompt}], []))
+    assert side.response is not None and side.response.status_code == 200
+    summary = {"role": "assistant", "content": "Ran one command."}
+    resume = {"role": "user", "content": "Continue if you have next steps."}
+    flow = provider.send("POST", PATH, chat_body([USER, summary, resume], [BASH_TOOL]))
+    assert flow.response is not None
+    return flow
+
+
+def status(flow: http.HTTPFlow) -> int:
+    assert flow.response is not None
+    return flow.response.status_code
+
+
+def test_a_result_summarized_after_its_command_ran_may_be_left_out(make_provider: MakeProvider) -> None:
+    provider = make_provider(context_window=WINDOW)
+    flow = _summarize_then_continue(provider, True, "Create a summary of the conversation so far.")
+    assert status(flow) == 200
+    assert [e["present"] for e in provider.events("marker")] == [True]
+    # Compacted: the history is short again, and so is the usage the next reply reports.
+    assert response_json(flow)["usage"]["prompt_tokens"] < WINDOW // 2
+
+
+def test_a_summary_does_not_excuse_a_command_that_never_ran(make_provider: MakeProvider) -> None:
+    provider = make_provider(context_window=WINDOW)
+    assert status(_summarize_then_continue(provider, False, "Create a summary of the conversation so far.")) == 409
+    assert [v["code"] for v in provider.events("violation")] == ["tool_result_missing"]
+
+
+def test_a_side_request_that_is_no_summary_excuses_nothing(make_provider: MakeProvider) -> None:
+    provider = make_provider(context_window=WINDOW)
+    assert status(_summarize_then_continue(provider, True, "Generate a short title for this session.")) == 409
