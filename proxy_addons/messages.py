@@ -132,8 +132,13 @@ def messages_tool_results(messages: Sequence[object]) -> tuple[ToolResult, ...]:
 
 
 def messages_usage(usage: Usage, output_tokens: int | None = None) -> dict[str, Any]:
+    """Usage as Anthropic sends it: `input_tokens` leaves cache reads and writes out (the three are disjoint).
+
+    The witness keeps our convention (prompt = all three, cached = the reads); the scripted provider writes
+    nothing to a cache, so the writes are 0.
+    """
     return {
-        "input_tokens": usage.prompt,
+        "input_tokens": usage.prompt - usage.cached,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": usage.cached,
         "output_tokens": usage.completion if output_tokens is None else output_tokens,

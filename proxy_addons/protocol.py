@@ -50,6 +50,11 @@ class Usage:
     cached: int
     carries_total: bool = True  # False where the protocol sends no total (Messages)
 
+    def __post_init__(self) -> None:
+        # `cached` is part of `prompt` (docs/recorded-vs-inferred.md): the Messages codec sends the difference.
+        if not 0 <= self.cached <= self.prompt:
+            raise ValueError(f"cached tokens ({self.cached}) must lie within the prompt ({self.prompt})")
+
     @property
     def total(self) -> int:
         return self.prompt + self.completion

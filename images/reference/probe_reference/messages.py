@@ -145,6 +145,7 @@ def from_message(message: Message | object) -> ModelReply:
             input_tokens=count(getattr(usage, "input_tokens", None)),
             output_tokens=count(getattr(usage, "output_tokens", None)),
             cache_read=count(getattr(usage, "cache_read_input_tokens", None)),
+            cache_creation=count(getattr(usage, "cache_creation_input_tokens", None)),
         ),
     )
 
@@ -167,7 +168,9 @@ def assemble_stream(events: Iterable[RawMessageStreamEvent]) -> ModelReply:
     blocks: dict[int, _PartialBlock] = {}
     # message_start carries the input count (and a provisional output count), message_delta the final
     # output count and sometimes the others again: a later report of the same count replaces an earlier one.
-    usage: dict[str, int | None] = {"input_tokens": None, "output_tokens": None, "cache_read_input_tokens": None}
+    usage: dict[str, int | None] = dict.fromkeys(
+        ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
     for event in events:
         kind = getattr(event, "type", None)
         if kind == "message_start":
@@ -218,15 +221,24 @@ def assemble_stream(events: Iterable[RawMessageStreamEvent]) -> ModelReply:
             input_tokens=usage["input_tokens"],
             output_tokens=usage["output_tokens"],
             cache_read=usage["cache_read_input_tokens"],
+            cache_creation=usage["cache_creation_input_tokens"],
         ),
     )
 
 
-def token_stats(*, input_tokens: int | None, output_tokens: int | None, cache_read: int | None) -> TokenStats:
-    """Messages usage as reported: the total only when both parts are known; no reasoning count is reported."""
-    total = input_tokens + output_tokens if input_tokens is not None and output_tokens is not None else None
+def token_stats(
+    *, input_tokens: int | None, output_tokens: int | None, cache_read: int | None, cache_creation: int | None
+) -> TokenStats:
+    """Messages usage in the rollout's convention; no reasoning count is reported, and a sum with an unknown
+    part is unknown.
+
+    Anthropic's input_tokens leaves cache reads and writes out, so the prompt is the sum of the three.
+    """
+    parts = (input_tokens, cache_read, cache_creation)
+    prompt = None if None in parts else sum(p for p in parts if p is not None)
+    total = prompt + output_tokens if prompt is not None and output_tokens is not None else None
     return {
-        "prompt": input_tokens,
+        "prompt": prompt,
         "completion": output_tokens,
         "reasoning": None,
         "total": total,

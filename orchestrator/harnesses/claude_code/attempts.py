@@ -122,16 +122,26 @@ def attempts_of(entries: list[dict[str, Any]]) -> list[Attempt]:
 
 
 def token_stats(usage: Any) -> dict[str, int | None]:
-    """Anthropic usage -> canonical counts; what the record does not carry stays null, never 0."""
+    """Anthropic usage (Claude Code keeps the API's verbatim) -> canonical counts; unrecorded stays null, never 0.
+
+    Anthropic's input_tokens leaves cache reads and writes out, so the prompt is the sum of the three; a sum
+    with an unrecorded part is unknown, not smaller.
+    """
     u = usage if isinstance(usage, dict) else {}
     details = u.get("output_tokens_details")
     return {
-        "prompt": _count(u.get("input_tokens")),
+        "prompt": _prompt(u),
         "completion": _count(u.get("output_tokens")),
         "reasoning": _count(details.get("thinking_tokens")) if isinstance(details, dict) else None,
         "total": None,  # Claude Code records no total per message
         "cached": _count(u.get("cache_read_input_tokens")),
     }
+
+
+def _prompt(usage: dict[str, Any]) -> int | None:
+    """input_tokens + cache_read_input_tokens + cache_creation_input_tokens, null when any of them is unrecorded."""
+    parts = [_count(usage.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+    return None if None in parts else sum(p for p in parts if p is not None)
 
 
 def message_text(content: Any) -> str | None:

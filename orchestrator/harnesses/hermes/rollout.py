@@ -250,14 +250,14 @@ def _outcome(root: Session | None, dumps: list[RequestDump]) -> dict[str, Any]:
 def _totals(aggregates: dict[str, Any]) -> dict[str, int | None]:
     """Hermes's session totals in the rollout's convention: its input_tokens leave the cache reads and writes out,
     the rollout's prompt counts them in (cached is part of prompt). Hermes keeps no total; a column it left empty
-    stays null."""
+    stays null, and so does a sum with an empty part."""
 
     def count(key: str) -> int | None:
         value = aggregates.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
     inp, read, write = count("input_tokens"), count("cache_read_tokens"), count("cache_write_tokens")
-    prompt = inp + (read or 0) + (write or 0) if inp is not None else None
+    prompt = None if inp is None or read is None or write is None else inp + read + write
     return {
         "prompt": prompt,
         "completion": count("output_tokens"),

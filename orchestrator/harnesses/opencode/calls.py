@@ -67,14 +67,15 @@ def attempts_of(m: Message, log: list[LogLine]) -> list[Attempt]:
 def tokens(raw: Any) -> dict[str, int | None]:
     """OpenCode's token record, turned back into the counts the reply carried.
 
-    OpenCode stores input without cache reads and writes, and output without reasoning (its session usage code).
+    OpenCode stores input without cache reads and writes, and output without reasoning (its session usage code),
+    the split Anthropic sends; a sum with an unrecorded part is unknown, never smaller.
     """
     t = obj(raw)
     cache = obj(t.get("cache"))
     inp, out, reasoning = _int(t.get("input")), _int(t.get("output")), _int(t.get("reasoning"))
     read, write = _int(cache.get("read")), _int(cache.get("write"))
-    prompt = None if inp is None else inp + (read or 0) + (write or 0)
-    completion = None if out is None else out + (reasoning or 0)
+    prompt = None if inp is None or read is None or write is None else inp + read + write
+    completion = None if out is None or reasoning is None else out + reasoning
     return {
         "prompt": prompt,
         "completion": completion,

@@ -80,8 +80,10 @@ def _tokens(protocol: str, usage: Any) -> dict[str, int | None]:
     if inp is None:
         prompt, cached = None, read
     elif protocol == "messages":
-        # Anthropic's input_tokens already leaves cache reads and writes out: pi-ai keeps it as `input`.
-        prompt, cached = inp, read
+        # pi-ai keeps Anthropic's three disjoint counts as they came (input_tokens as `input`, the cache reads
+        # and writes as cacheRead and cacheWrite): the prompt is their sum, unknown if a part is unrecorded.
+        prompt = None if read is None or write is None else inp + read + write
+        cached = read
     elif protocol == "responses":
         prompt, cached = inp + (read or 0), read
     else:

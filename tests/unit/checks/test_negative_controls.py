@@ -398,6 +398,14 @@ def lie_wrong_http_category(ep: Episode) -> None:
     _failed_calls(ep)[0]["error_category"] = "http_500"
 
 
+def lie_input_as_prompt(ep: Episode) -> None:
+    # What a normalizer reading Anthropic's input_tokens as the whole prompt records: the cache reads left out.
+    for call in _ok_calls(ep):
+        stats = call["token_stats"]
+        assert call["protocol"] == "messages" and stats["cached"], call
+        stats["prompt"] -= stats["cached"]
+
+
 # Each class of lie that once passed unnoticed (issue #14), as a mutation of a real episode, and the one check that
 # must now name it (its dependants may fail only as `blocked by`).
 LIES = [
@@ -413,6 +421,12 @@ LIES = [
     ("transport category for a complete 429", "attempts.exchange", "retry_429", lie_wrong_category),
     ("http_500 for a 429", "attempts.exchange", "retry_429", lie_wrong_http_category),
     ("scripted 429s never served", "witness.faults_played", "retry_429", m_faults_played),
+    (
+        "Anthropic input_tokens read as the whole prompt",
+        "tokens.match",
+        "native:pi/messages_tool_success",
+        lie_input_as_prompt,
+    ),
     (
         "a call moved to another invocation consistently",
         "ownership.wire_sessions",

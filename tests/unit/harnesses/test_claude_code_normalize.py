@@ -13,6 +13,7 @@ import pytest
 from orchestrator.checks import Status, run_checks, scope_of
 from orchestrator.evidence import faults
 from orchestrator.harnesses import NormalizeError, get_harness
+from orchestrator.harnesses.claude_code.attempts import token_stats
 from orchestrator.paths import EpisodePaths
 from orchestrator.verdict import collect_evidence, normalize_native
 from tests.unit.harnesses import captured
@@ -80,6 +81,49 @@ def test_replies_join_the_witness_by_message_id_with_the_usage_claude_code_recor
         assert c["token_stats"]["total"] is None
         assert c["started_at"] < c["completed_at"]
     assert gap_codes(rollout) == {STATUS_GAP: None}
+
+
+def test_claude_code_records_anthropics_disjoint_counts_and_the_prompt_is_their_sum(tmp_path: Path) -> None:
+    paths = materialize("tool_failure", tmp_path / "ep")
+    entries = [json.loads(line) for line in transcript(paths).read_text().splitlines()]
+    recorded = {e["message"]["id"]: e["message"]["usage"] for e in entries if e.get("type") == "assistant"}
+    calls = {c["response_id"]: c for c in normalize(paths.native)["model_calls"]}
+    sent = attempts(paths)
+    assert sorted(recorded) == sorted(a["response_id"] for a in sent)
+    for a in sent:
+        u, wire = recorded[a["response_id"]], a["usage"]
+        # The transcript keeps the API's usage verbatim: input_tokens leaves out the cache reads the witness counts.
+        assert (u["input_tokens"], u["cache_read_input_tokens"]) == (wire["prompt"] - wire["cached"], wire["cached"])
+        assert calls[a["response_id"]]["token_stats"]["prompt"] == wire["prompt"] > u["input_tokens"]
+
+
+def test_reading_input_tokens_as_the_whole_prompt_fails_tokens_match_on_the_prompt(tmp_path: Path) -> None:
+    paths = materialize("tool_failure", tmp_path / "ep")
+    rollout = normalize(paths.native)
+    honest = checks(paths, rollout)["tokens.match"]
+    # Claude Code's own reasoning 0 already fails the check, but never on the prompt.
+    assert honest.status == Status.FAIL and not [r for r in honest.reasons if "token_stats.prompt" in r]
+    for c in rollout["model_calls"]:
+        c["token_stats"]["prompt"] -= c["token_stats"]["cached"]  # what input_tokens alone says
+    lied = checks(paths, rollout)["tokens.match"]
+    assert len([r for r in lied.reasons if "token_stats.prompt" in r]) == len(rollout["model_calls"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("usage", "prompt", "cached"),
+    [
+        ({"input_tokens": 97, "cache_read_input_tokens": 3, "cache_creation_input_tokens": 2}, 102, 3),
+        ({"input_tokens": 97, "cache_read_input_tokens": 3}, None, 3),  # an unrecorded write: the sum is unknown
+        ({"input_tokens": 97, "cache_read_input_tokens": None, "cache_creation_input_tokens": 0}, None, None),
+        ({"cache_read_input_tokens": 3, "cache_creation_input_tokens": 0}, None, 3),
+        ({"input_tokens": True, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}, None, 0),
+    ],
+)
+def test_prompt_is_input_plus_cache_reads_and_writes_and_unknown_when_a_part_is(
+    usage: dict[str, Any], prompt: int | None, cached: int | None
+) -> None:
+    stats = token_stats({**usage, "output_tokens": 5})
+    assert (stats["prompt"], stats["cached"], stats["completion"]) == (prompt, cached, 5)
 
 
 def test_tool_records_carry_status_exit_code_and_the_output_the_model_saw(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +244,20 @@ def test_an_unknown_role_is_left_out_of_the_history_and_named(tmp_path: Path) ->
     (inv,) = rollout["invocations"]
     assert "user" not in [m["role"] for m in inv["conversation"]]
     assert gap_codes(rollout)["conversation.unknown_role"] == ["E4"]
+
+
+def test_session_prompt_total_adds_cache_reads_and_writes_and_an_empty_column_leaves_it_unknown(
+    tmp_path: Path,
+) -> None:
+    paths = materialize("retry_429", tmp_path / "ep")
+    with closing(sqlite3.connect(_db(paths))) as db:
+        inp, read, write = db.execute(
+            "SELECT input_tokens, cache_read_tokens, cache_write_tokens FROM sessions"
+        ).fetchone()
+    (inv,) = normalize(paths.native)["invocations"]
+    # Hermes keeps Anthropic's split (input without the cache): the rollout's prompt is the sum of the three.
+    assert inv["token_totals"]["prompt"] == inp + read + write
+    with closing(sqlite3.connect(_db(paths))) as db, db:
+        db.execute("UPDATE sessions SET cache_write_tokens = NULL")
+    (inv,) = normalize(paths.native)["invocations"]
+    assert inv["token_totals"]["prompt"] is None  # never read as 0

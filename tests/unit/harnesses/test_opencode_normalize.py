@@ -12,6 +12,7 @@ import pytest
 
 from orchestrator.checks import Status, run_checks, scope_of
 from orchestrator.harnesses import NormalizeError, get_harness
+from orchestrator.harnesses.opencode.calls import tokens
 from orchestrator.paths import EpisodePaths
 from orchestrator.verdict import collect_evidence, normalize_native
 from tests.unit.harnesses import captured
@@ -250,3 +251,19 @@ def test_checks_see_the_logged_retries_but_no_status_or_ids(tmp_path: Path) -> N
     assert results["attempts.multiset"].status == Status.FAIL
     assert any("HTTP 429 failure: witnessed 2 times, recorded 0" in r for r in results["attempts.multiset"].reasons)
     assert results["egress.none"].status == Status.FAIL  # the npm registry lookup OpenCode makes at start
+
+
+@pytest.mark.parametrize(
+    ("raw", "prompt", "completion"),
+    [
+        ({"input": 97, "output": 5, "reasoning": 2, "cache": {"read": 3, "write": 1}}, 101, 7),
+        ({"input": 97, "output": 5, "reasoning": 2, "cache": {"read": 3}}, None, 7),  # unrecorded write
+        ({"input": 97, "output": 5, "cache": {"read": 3, "write": 0}}, 100, None),  # unrecorded reasoning
+        ({"output": 5, "reasoning": 0, "cache": {"read": 3, "write": 0}}, None, 5),
+    ],
+)
+def test_token_record_sums_back_and_an_unrecorded_part_is_never_zero(
+    raw: dict[str, Any], prompt: int | None, completion: int | None
+) -> None:
+    stats = tokens(raw)
+    assert (stats["prompt"], stats["completion"], stats["cached"]) == (prompt, completion, 3)

@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator.checks import Status, run_checks, scope_of
 from orchestrator.harnesses import NormalizeError, get_harness
+from orchestrator.harnesses.pi.calls import model_call
 from orchestrator.paths import EpisodePaths
 from orchestrator.verdict import collect_evidence, normalize_native
 from tests.unit.harnesses import captured
@@ -40,6 +41,10 @@ def session_file(paths: EpisodePaths) -> Path:
 
 
 witness = captured.witness
+
+
+def session_entries(paths: EpisodePaths) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in session_file(paths).read_text().splitlines() if line.strip()]
 
 
 gap_codes = captured.gap_codes
@@ -171,13 +176,35 @@ def test_responses_tool_call_ids_are_the_models_not_pis_composite(
     assert {c["finish_reason"] for c in rollout["model_calls"]} == {finish}
 
 
-def test_messages_keep_anthropics_input_and_pis_own_total(tmp_path: Path) -> None:
+def test_messages_prompt_is_anthropics_input_plus_cache_and_pis_own_total(tmp_path: Path) -> None:
     paths = materialize("messages_tool_success", tmp_path / "ep")
     rollout = normalize(paths.native)
     first = rollout["model_calls"][0]
     assert (first["protocol"], first["finish_reason"]) == ("messages", "tool_use")
-    # Anthropic sends no total: Pi's is input + output + cache reads + cache writes.
-    assert first["token_stats"] == {"prompt": 100, "completion": 7, "reasoning": None, "total": 110, "cached": 3}
+    (entry,) = [e for e in session_entries(paths) if e.get("message", {}).get("responseId") == first["response_id"]]
+    # pi-ai keeps Anthropic's disjoint counts (input_tokens 97 beside 3 cache reads); the prompt is their sum, and
+    # Pi's total (input + output + cache reads + writes) is prompt + completion.
+    assert {k: entry["message"]["usage"][k] for k in ("input", "cacheRead", "cacheWrite")} == {
+        "input": 97,
+        "cacheRead": 3,
+        "cacheWrite": 0,
+    }
+    assert first["token_stats"] == {"prompt": 100, "completion": 7, "reasoning": None, "total": 107, "cached": 3}
+    wire = next(e for e in witness(paths) if e["event"] == "attempt" and e["kind"] == "model")["usage"]
+    assert (wire["prompt"], wire["cached"]) == (100, 3)
+
+
+@pytest.mark.parametrize(
+    ("usage", "prompt", "cached"),
+    [
+        ({"input": 97, "output": 7, "cacheRead": 3, "cacheWrite": 2, "totalTokens": 109}, 102, 3),
+        ({"input": 97, "output": 7, "cacheRead": 3, "totalTokens": 107}, None, 3),  # unrecorded writes: unknown
+        ({"output": 7, "cacheRead": 3, "cacheWrite": 0}, None, 3),
+    ],
+)
+def test_messages_usage_reads_back_into_one_convention(usage: dict[str, Any], prompt: int | None, cached: int) -> None:
+    stats = model_call("inv", "e1", None, {"api": "anthropic-messages", "stopReason": "stop", "usage": usage})
+    assert (stats["token_stats"]["prompt"], stats["token_stats"]["cached"]) == (prompt, cached)
 
 
 def test_normalizing_leaves_the_native_files_untouched(tmp_path: Path) -> None:

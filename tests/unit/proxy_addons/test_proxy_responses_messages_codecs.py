@@ -179,8 +179,9 @@ def test_messages_json_reply_and_error_shape() -> None:
     body = json.loads(rendered.body)
     assert body["content"] == [{"type": "tool_use", "id": "call_0", "name": "exec_command", "input": {"cmd": "echo 0"}}]
     assert (body["stop_reason"], body["type"], body["role"]) == ("tool_use", "message", "assistant")
+    # Anthropic's input_tokens leaves the cache reads out; the witness keeps them inside prompt.
     assert body["usage"] == {
-        "input_tokens": 100,
+        "input_tokens": 97,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 3,
         "output_tokens": 7,
@@ -220,6 +221,20 @@ def test_messages_text_stream_event_sequence_and_usage_placement() -> None:
     assert "".join(d["delta"]["text"] for n, d in events if n == "content_block_delta") == "PROBE_DONE"
     delta = events[-2][1]
     assert delta["delta"]["stop_reason"] == "end_turn" and delta["usage"]["output_tokens"] == 7
+    # Both usage reports follow Anthropic's convention: input, cache reads and cache writes are disjoint.
+    for usage in (start["usage"], delta["usage"]):
+        assert (usage["input_tokens"], usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"]) == (
+            97,
+            3,
+            0,
+        )
+    assert rendered.usage is not None and rendered.usage.to_witness()["prompt"] == 100
+
+
+def test_usage_whose_cache_exceeds_its_prompt_is_refused() -> None:
+    # The Messages codec sends prompt - cached: a scripted usage may never make that negative.
+    with pytest.raises(ValueError, match="within the prompt"):
+        Usage(prompt=2, completion=1, reasoning=None, cached=3)
 
 
 def test_messages_stream_without_usage_has_no_usage_anywhere() -> None:

@@ -263,7 +263,10 @@ class MessagesDriver(Driver):
             usage=None
             if usage is None
             else {
-                "prompt": usage.input_tokens,
+                # Anthropic's three input counts are disjoint; the witness's prompt is their sum.
+                "prompt": usage.input_tokens
+                + (usage.cache_read_input_tokens or 0)
+                + (usage.cache_creation_input_tokens or 0),
                 "completion": usage.output_tokens,
                 "cached": usage.cache_read_input_tokens or 0,
                 "reasoning": None,  # Messages has no reasoning count

@@ -230,11 +230,14 @@ def message_object(
     return payload
 
 
-def messages_usage(input_: int, output: int, *, cache_read: int | None = None) -> dict[str, Any]:
-    result: dict[str, Any] = {"input_tokens": input_, "output_tokens": output}
-    if cache_read is not None:
-        result["cache_read_input_tokens"] = cache_read
-    return result
+def messages_usage(input_: int, output: int, *, cache_read: int = 0, cache_creation: int = 0) -> dict[str, Any]:
+    """Usage as the Messages API sends it: input_tokens leaves the cache reads and writes out."""
+    return {
+        "input_tokens": input_,
+        "cache_creation_input_tokens": cache_creation,
+        "cache_read_input_tokens": cache_read,
+        "output_tokens": output,
+    }
 
 
 def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -200,10 +200,11 @@ def test_responses_stream_without_completed_is_invalid(tmp_path: Path) -> None:
 @STREAM
 def test_messages_tool_call_then_final_answer(tmp_path: Path, stream: bool) -> None:
     script = [
+        messages(message_object("msg_1", tool_calls=[MESSAGES_TOOL], usage=messages_usage(8, 5, cache_read=3)), stream),
         messages(
-            message_object("msg_1", tool_calls=[MESSAGES_TOOL], usage=messages_usage(11, 5, cache_read=3)), stream
+            message_object("msg_2", content="The command printed hi.", usage=messages_usage(20, 7, cache_creation=3)),
+            stream,
         ),
-        messages(message_object("msg_2", content="The command printed hi.", usage=messages_usage(23, 7)), stream),
     ]
     with serve(script) as provider:
         code, rollout = run_agent(provider.root, tmp_path, "--protocol", "messages", *flags(stream))
@@ -227,8 +228,9 @@ def test_messages_tool_call_then_final_answer(tmp_path: Path, stream: bool) -> N
         ("messages", 200, "msg_1", "tool_use"),
         ("messages", 200, "msg_2", "end_turn"),
     ]
+    # Our convention: prompt = input + cache reads + cache writes, cached = the reads alone.
     assert calls[0]["token_stats"] == {"prompt": 11, "completion": 5, "reasoning": None, "total": 16, "cached": 3}
-    assert calls[1]["token_stats"] == {"prompt": 23, "completion": 7, "reasoning": None, "total": 30, "cached": None}
+    assert calls[1]["token_stats"] == {"prompt": 23, "completion": 7, "reasoning": None, "total": 30, "cached": 0}
     assert rollout["tool_calls"] == [expected_tool_record(rollout, "toolu_1")]
     conversation = rollout["invocations"][0]["conversation"]
     assert [m["role"] for m in conversation] == ["system", "user", "assistant", "tool", "assistant"]
