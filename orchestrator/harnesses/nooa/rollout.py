@@ -234,6 +234,8 @@ def _tool_records(events: list[dict[str, Any]], step_of_call: dict[str, int], in
         if name == FINISH_TOOL:
             continue
         cid = _str(e.get("tool_call_id")) or ""
+        if not cid:
+            continue  # an event naming no call cannot be a tool record (NOOA gives every call its wire id)
         printed = outputs.get(cid)
         result = _dict(e.get("result"))
         output = _str(printed.get("stdout")) if printed else _str(result.get("content"))
