@@ -7,11 +7,12 @@ which the shell is `await self.shell.run(cmd)`: it gets a cell that runs the scr
 a subshell, since NOOA's shell session is persistent and the command ends with `exit N`) and prints the result's
 own repr, `BashOutput(stdout=..., return_code=N)`, so the exit status is in what the cell printed.
 
-These harnesses also end only through a tool of their own (Stirrup: `finish{reason, paths}`): when the scenario's
-`harness_profile` says `final_answer: {via: tool, tool: NAME, argument: KEY}`, the `final_answer` step is played as
-one call of that tool carrying the answer in KEY. That call runs no command, so it gets no marker and no
-`tool_call` witness event: the attempt records `reply_kind: final_answer` and the answer as for a text answer, and
-the call itself is in the recorded response body.
+These harnesses also end only through a tool of their own (Stirrup: `finish{reason, paths}`, NOOA:
+`return_result{result: TaskResult}`): when the scenario's `harness_profile` says `final_answer: {via: tool, tool:
+NAME, argument: KEY}`, the `final_answer` step is played as one call of that tool carrying the answer in KEY (when
+KEY takes an object, in each of that object's required string properties). That call runs no command, so it gets
+no marker and no `tool_call` witness event: the attempt records `reply_kind: final_answer` and the answer as for a
+text answer, and the call itself is in the recorded response body.
 """
 
 from __future__ import annotations
@@ -121,9 +122,16 @@ def _finish_arguments(spec: ToolSpec, key: str, answer: str) -> dict[str, Any] |
     properties = spec.parameters.get("properties")
     if not isinstance(properties, Mapping) or key not in properties:
         return None
+    value: Any = answer
+    if "object" in _types(properties[key]):
+        # A structured result (NOOA's return_result{result: TaskResult}): each of its required texts carries the
+        # answer, since the script's answer is the only text there is.
+        value = _answer_object(properties[key], answer)
+        if value is None:
+            return None
     required_raw = spec.parameters.get("required")
     required = [r for r in required_raw if isinstance(r, str)] if isinstance(required_raw, list) else []
-    arguments: dict[str, Any] = {key: answer}
+    arguments: dict[str, Any] = {key: value}
     for other in required:
         if other == key:
             continue
@@ -137,6 +145,20 @@ def _finish_arguments(spec: ToolSpec, key: str, answer: str) -> dict[str, Any] |
         else:
             return None
     return arguments
+
+
+def _answer_object(schema: Any, answer: str) -> dict[str, Any] | None:
+    """The object whose required string properties all hold `answer`; None when one of them is not a string."""
+    properties = schema.get("properties")
+    required = schema.get("required")
+    if not isinstance(properties, Mapping) or not isinstance(required, list) or not required:
+        return None
+    value: dict[str, Any] = {}
+    for name in required:
+        if not isinstance(name, str) or "string" not in _types(properties.get(name)):
+            return None
+        value[name] = answer
+    return value
 
 
 def _types(schema: object) -> set[str]:

@@ -50,6 +50,7 @@ HARNESSES: dict[str, str] = {
     "claude-code": "orchestrator.harnesses.claude_code:ClaudeCodeHarness",
     "stirrup": "orchestrator.harnesses.stirrup:StirrupHarness",
     "terminus-2": "orchestrator.harnesses.terminus_2:Terminus2Harness",
+    "nooa": "orchestrator.harnesses.nooa:NooaHarness",
 }
 
 

@@ -1,4 +1,4 @@
-"""Fixed notes closing docs/results/README.md: what the reference row is, and why Gym's simple_agent has no row."""
+"""Fixed notes closing docs/results/README.md: the reference row, why Gym's simple_agent has no row, NOOA's results."""
 
 from __future__ import annotations
 
@@ -32,4 +32,12 @@ because `nemo-gym` 0.7.0 cannot be run in one container against the proxy on thi
   dataset row advertising that tool.
 - **Its record.** What it reports is the rollout line `gym eval run` writes (Responses API output
   items, no HTTP statuses or failed attempts), plus `ng_trajectory` when model-call capture is on.
+
+## NOOA's tool results
+
+NOOA (BenchAgent) answers each `execute_python` call's tool message with `status: complete` and shows the
+cell's output to the model in the next user message (`PythonOutput(tool_call_id=..., stdout=...)`). The
+witness reads a call's result from its tool message, so NOOA's `witness.results_seen` failures (and the
+checks they block) say that no tool message carried the command's output, not that the model never saw it:
+the recorded requests show it did, one message later.
 """

@@ -230,3 +230,47 @@ def test_execute_python_gets_a_cell_running_the_command_through_the_shell_api(ma
     assert final["choices"][0]["message"]["content"] == "X"
     assert [(m["present"], m["matches"]) for m in provider.events("marker")] == [(True, True)]
     assert provider.events("tool_result_seen")[0]["token_present"] is True
+
+
+# NOOA 0.0.10's return_result as BenchAgent advertises it (a TaskResult of three required texts, inline).
+TASK_RESULT = {
+    "description": "Structured result the agent must return when finishing a task.",
+    "type": "object",
+    "properties": {
+        "solution_description": {"type": "string"},
+        "evidence": {"type": "string"},
+        "command_to_verify": {"type": "string"},
+    },
+    "required": ["solution_description", "evidence", "command_to_verify"],
+}
+
+
+def return_result(result: dict[str, Any]) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": {"result": result}, "required": ["result"]}
+    return {"type": "function", "function": {"name": "return_result", "parameters": parameters}}
+
+
+def nooa_scenario() -> dict[str, Any]:
+    profile = {"final_answer": {"via": "tool", "tool": "return_result", "argument": "result"}}
+    return {**tool_success_scenario(), "script": [{"final_answer": "PROBE_DONE"}], "harness_profile": profile}
+
+
+def test_a_structured_finish_argument_gets_the_answer_in_each_required_text(make_provider: MakeProvider) -> None:
+    provider = make_provider(nooa_scenario())
+    reply = response_json(provider.chat(chat_body([USER], tools=[EXECUTE_PYTHON, return_result(TASK_RESULT)])))
+    (call,) = reply["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["name"] == "return_result"
+    assert json.loads(call["function"]["arguments"]) == {
+        "result": {"solution_description": "PROBE_DONE", "evidence": "PROBE_DONE", "command_to_verify": "PROBE_DONE"}
+    }
+    attempt = provider.events("attempt")[-1]
+    assert (attempt["reply_kind"], attempt["answer"]) == ("final_answer", "PROBE_DONE")
+
+
+def test_a_structured_finish_argument_needing_more_than_texts_is_refused(make_provider: MakeProvider) -> None:
+    counted = {**TASK_RESULT, "properties": {**TASK_RESULT["properties"], "n": {"type": "integer"}}}
+    counted["required"] = [*TASK_RESULT["required"], "n"]
+    provider = make_provider(nooa_scenario())
+    flow = provider.chat(chat_body([USER], tools=[EXECUTE_PYTHON, return_result(counted)]))
+    assert flow.response is not None and flow.response.status_code == 400
+    assert provider.events("violation")[-1]["code"] == "no_finish_tool"

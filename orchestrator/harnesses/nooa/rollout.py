@@ -1,0 +1,343 @@
+"""NOOA's own records in /logs/agent -> probe-rollout/v1: OTel call spans, the trajectory.json event dump, result.json.
+
+The span files give the model calls (one `acompletion` span per LiteLLM call: times, status, tokens, finish reason,
+the messages sent, the tool calls received); the runner's trajectory.json (every recorded event of the agent) gives
+the tool calls it executed and their output; result.json gives how the run ended and the answer it reports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from orchestrator.harnesses.base import NormalizeError, tool_arguments
+from orchestrator.harnesses.nooa.spans import LlmSpan, read_llm_spans
+
+__all__ = ["FINISH_TOOL", "normalize_logs"]
+
+# BenchAgent's finish tool: its call is the outcome, not an executed tool.
+FINISH_TOOL = "return_result"
+CODE_TOOL = "execute_python"
+INVOCATION_FALLBACK = "nooa-session"
+# ShellTools' ShellResult repr (nooa.tools.shell_tools): return_code is shown only when it is not 0.
+_BASH_OUTPUT = re.compile(r"\ABashOutput\(.*?(?:, return_code=(-?\d+))?\)\s*\Z", re.S)
+
+_GAPS: tuple[dict[str, Any], ...] = (
+    {
+        "code": "model_calls.sdk_retries_unrecorded",
+        "detail": "a span records one litellm.acompletion call; the attempts the openai SDK retried inside it (408, "
+        "409, 429, 5xx, timeouts) leave no span, so those attempts and their errors are unrecorded",
+        "labels": ["E1", "E7"],
+    },
+    {
+        "code": "model_calls.response_id_unrecorded",
+        "detail": "the LiteLLM call spans keep no provider response id (output.value is empty)",
+    },
+    {
+        "code": "model_calls.status_code_implied",
+        "detail": "a call span records OK or ERROR, not the HTTP status: an OK span is reported as 200, a failed "
+        "one's status is read from the openai SDK's 'Error code: N' in the exception text it recorded",
+    },
+    {
+        "code": "steps.turns_unrecorded",
+        "detail": "NOOA's turn events (BeforeTurn/AfterTurn) are runtime events it never records: a step is a run "
+        "of failed calls and the reply that ended them, placed by the calls' order",
+        "labels": ["E3"],
+    },
+    {
+        "code": "tool_calls.exit_code_in_text",
+        "detail": "an execute_python cell records only whether the cell ran; the shell command's exit status is in "
+        "the BashOutput repr the cell printed (return_code shown when not 0) and is read from there",
+    },
+    {
+        "code": "tool_calls.prefill_excluded",
+        "detail": "before the first model call NOOA runs an inspect-inputs cell of its own and shows it to the model "
+        "as an assistant execute_python call (id prefill_*); its trajectory marks it prefill, and it is left out "
+        "of the tool records (it stays in the conversation)",
+    },
+    {
+        "code": "outcome.answer_is_command_to_verify",
+        "detail": "the runner's result.json reports TaskResult.command_to_verify as the run's response (and writes "
+        "it to /app/answer.txt): that is the final answer here; success is judged by solution_description",
+    },
+)
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(p for p in parts if isinstance(p, str))
+    return None
+
+
+def normalize_logs(logs: Path, answer_dir: Path, harness: str) -> dict[str, Any]:
+    """NOOA's /logs/agent copy -> a rollout; NormalizeError when it holds none of NOOA's records."""
+    traces = logs / "traces"
+    trajectory_path, result_path = logs / "trajectory.json", logs / "result.json"
+    if not (traces.is_dir() or trajectory_path.is_file() or result_path.is_file()):
+        raise NormalizeError(f"NOOA wrote none of traces/, trajectory.json, result.json in {logs.name}/")
+    spans, bad_lines = read_llm_spans(traces)
+    gaps = [dict(g) for g in _GAPS]
+    if bad_lines:
+        gaps.append({"code": "spans.unreadable_lines", "detail": f"{bad_lines} span file line(s) are not JSON"})
+    if not spans:
+        gaps.append(
+            {
+                "code": "model_calls.unrecorded",
+                "detail": "no LiteLLM call span in traces/: every model call of the run is unrecorded",
+                "labels": ["E1", "E2", "E3"],
+            }
+        )
+    session = next((s.text("session.id") for s in spans if s.text("session.id")), None)
+    inv = session or INVOCATION_FALLBACK
+    calls, steps, step_of_call = _calls_and_steps(spans, inv)
+    events = _read(trajectory_path)
+    if not isinstance(events, list):
+        events = []
+        gaps.append(
+            {
+                "code": "tool_calls.trajectory_unwritten",
+                "detail": "trajectory.json is absent or not a JSON list (the runner writes it only when the agent "
+                "returned): the executed tool calls and their outputs are unrecorded",
+                "labels": ["E5"],
+            }
+        )
+    tools = _tool_records([e for e in events if isinstance(e, dict)], step_of_call, inv)
+    outcome = _outcome(_read(result_path), gaps)
+    version = next(
+        (s.resource.get("nooa.version") for s in spans if isinstance(s.resource.get("nooa.version"), str)), None
+    )
+    return {
+        "schema": "probe-rollout/v1",
+        "harness": {"name": harness, "version": version},
+        "task_id": None,
+        "rollout_id": session,
+        "model_calls": calls,
+        "invocations": [
+            {
+                "invocation_id": inv,
+                "parent_invocation_id": None,
+                "model_call_refs": [c["model_call_id"] for c in calls],
+                "conversation": _conversation(spans),
+            }
+        ],
+        "steps": steps,
+        "tool_calls": tools,
+        "outcome": outcome,
+        # Failed calls are separate spans with no turn of their own: placed in the step of the next reply.
+        "provenance": {"retry_placement": "inferred"},
+        "gaps": gaps,
+        "extensions": {"nooa": {"answer_file": _answer(answer_dir), "llm_spans": len(spans)}},
+    }
+
+
+def _call(n: int, span: LlmSpan, inv: str) -> dict[str, Any]:
+    failed = span.failed
+    tokens = {
+        "prompt": span.count("llm.token_count.prompt"),
+        "completion": span.count("llm.token_count.completion"),
+        "reasoning": span.count("llm.token_count.completion_details.reasoning"),
+        "total": span.count("llm.token_count.total"),
+        "cached": span.count("llm.token_count.prompt_details.cache_read"),
+    }
+    record: dict[str, Any] = {
+        "model_call_id": f"acompletion-{n}",
+        "started_at": span.iso(span.start_ns),
+        "completed_at": span.iso(span.end_ns),
+        "protocol": "chat",
+        "status_code": span.status_code if failed else 200,
+        "response_id": None,
+        "finish_reason": None if failed else span.text("llm.finish_reason"),
+        "error_category": (f"http_{span.status_code}" if span.status_code else span.exception_type or "error")
+        if failed
+        else None,
+        "token_stats": tokens,
+        "invocation_id": inv,
+    }
+    if failed:
+        record["error"] = span.error
+    return record
+
+
+def _calls_and_steps(
+    spans: list[LlmSpan], inv: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
+    """Calls in start order; a step is the failed calls before a reply plus that reply (trailing failures: one)."""
+    calls: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    step_of_call: dict[str, int] = {}  # tool call id -> step that received it
+    pending: list[str] = []
+    for n, span in enumerate(spans, start=1):
+        call = _call(n, span, inv)
+        calls.append(call)
+        pending.append(call["model_call_id"])
+        if span.failed:
+            continue
+        steps.append(
+            {
+                "step_no": len(steps) + 1,
+                "invocation_id": inv,
+                "timestamp": call["completed_at"],
+                "model_call_refs": pending,
+            }
+        )
+        for tool_call_id in span.output_tool_call_ids():
+            step_of_call.setdefault(tool_call_id, len(steps))
+        pending = []
+    if pending:
+        last = next(c for c in calls if c["model_call_id"] == pending[-1])
+        steps.append(
+            {
+                "step_no": len(steps) + 1,
+                "invocation_id": inv,
+                "timestamp": last["completed_at"],
+                "model_call_refs": pending,
+            }
+        )
+    return calls, steps, step_of_call
+
+
+def _exit_code(output: str | None) -> int | None:
+    m = _BASH_OUTPUT.match(output or "")
+    if m is None:
+        return None
+    return int(m.group(1)) if m.group(1) is not None else 0
+
+
+def _tool_records(events: list[dict[str, Any]], step_of_call: dict[str, int], inv: str) -> list[dict[str, Any]]:
+    outputs = {e.get("tool_call_id"): e for e in events if e.get("event_type") == "PythonOutput"}
+    records = []
+    for e in events:
+        metadata = _dict(e.get("metadata"))
+        if e.get("event_type") != "ToolCallEvent" or metadata.get("prefill") or metadata.get("synthetic"):
+            continue
+        name = _str(e.get("name")) or ""
+        if name == FINISH_TOOL:
+            continue
+        cid = _str(e.get("tool_call_id")) or ""
+        if not cid:
+            continue  # an event naming no call cannot be a tool record (NOOA gives every call its wire id)
+        printed = outputs.get(cid)
+        result = _dict(e.get("result"))
+        output = _str(printed.get("stdout")) if printed else _str(result.get("content"))
+        ran = (printed or {}).get("execution_status") or result.get("result_status")
+        code = _exit_code(output) if name == CODE_TOOL else None
+        if ran == "complete" and code is not None:
+            status: str | None = "succeeded" if code == 0 else "failed"
+        elif ran == "error":
+            status = "failed"
+        else:
+            status = None
+        records.append(
+            {
+                "tool_call_id": cid,
+                "tool_name": name,
+                "arguments": tool_arguments(e.get("arguments")),
+                "status": status,
+                "exit_code": code,
+                "output": output,
+                "invocation_id": inv,
+                "step_no": step_of_call.get(cid),
+            }
+        )
+    return records
+
+
+def _outcome(result: Any, gaps: list[dict[str, Any]]) -> dict[str, Any]:
+    if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
+        gaps.append(
+            {
+                "code": "outcome.result_unwritten",
+                "detail": "result.json is absent or has no boolean success: how the run ended is unrecorded",
+                "labels": ["E6"],
+            }
+        )
+        return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+    if result["success"]:
+        return {
+            "final_answer": _str(result.get("response")),
+            "status": "completed",
+            "failure_kind": None,
+            "failure_reason": None,
+        }
+    error = _str(result.get("error"))
+    return {
+        "final_answer": None,
+        "status": "error",
+        "failure_kind": "agent_error" if error else "unsuccessful",
+        "failure_reason": error or "result.json reports success false without an error",
+    }
+
+
+def _conversation(spans: list[LlmSpan]) -> list[dict[str, Any]]:
+    """What the last recorded call was sent, and the reply it got: the history as NOOA's tracer kept it."""
+    last = next((s for s in reversed(spans) if s.input_messages() is not None), None)
+    if last is None:
+        return []
+    conv = [
+        _message(m) for m in last.input_messages() or [] if m.get("role") in ("system", "user", "assistant", "tool")
+    ]
+    if not last.failed:
+        conv.append(_reply(last))
+    return conv
+
+
+def _message(m: dict[str, Any]) -> dict[str, Any]:
+    role = m["role"]
+    out: dict[str, Any] = {"role": role, "content": _text(m.get("content"))}
+    if role == "assistant":
+        raw = m.get("tool_calls")
+        calls = [_dict(c) for c in raw] if isinstance(raw, list) else []
+        out["tool_calls"] = [
+            {
+                "tool_call_id": _str(c.get("id")) or "",
+                "tool_name": _str(_dict(c.get("function")).get("name")) or "",
+                "arguments": tool_arguments(_dict(c.get("function")).get("arguments")),
+            }
+            for c in calls
+        ]
+    elif role == "tool":
+        out["tool_call_id"] = _str(m.get("tool_call_id"))
+    return out
+
+
+def _reply(span: LlmSpan) -> dict[str, Any]:
+    prefix = "llm.output_messages.0.message."
+    calls = []
+    for i, cid in enumerate(span.output_tool_call_ids()):
+        base = f"{prefix}tool_calls.{i}.tool_call."
+        calls.append(
+            {
+                "tool_call_id": cid,
+                "tool_name": span.text(base + "function.name") or "",
+                "arguments": tool_arguments(span.attributes.get(base + "function.arguments")),
+            }
+        )
+    return {"role": "assistant", "content": span.text(prefix + "content"), "tool_calls": calls}
+
+
+def _answer(answer_dir: Path) -> str | None:
+    path = answer_dir / "answer.txt"
+    try:
+        return path.read_bytes()[:65536].decode(errors="replace") if path.is_file() else None
+    except OSError:
+        return None
