@@ -7,6 +7,11 @@ which the shell is `await self.shell.run(cmd)`: it gets a cell that runs the scr
 a subshell, since NOOA's shell session is persistent and the command ends with `exit N`) and prints the result's
 own repr, `BashOutput(stdout=..., return_code=N)`, so the exit status is in what the cell printed.
 
+NOOA answers each `execute_python` call with a tool message that only says `status: complete` and shows what the
+cell printed in a later user message, `PythonOutput(tool_call_id='ID', ..., stdout='''TEXT''')`: for a request
+that advertises a Python code tool, TEXT there is that call's result as the model saw it (it wins over the tool
+message, being what the model read last).
+
 These harnesses also end only through a tool of their own (Stirrup: `finish{reason, paths}`, NOOA:
 `return_result{result: TaskResult}`): when the scenario's `harness_profile` says `final_answer: {via: tool, tool:
 NAME, argument: KEY}`, the `final_answer` step is played as one call of that tool carrying the answer in KEY (when
@@ -17,11 +22,12 @@ text answer, and the call itself is in the recorded response body.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from proxy_addons.protocol import Codec, IssuedToolCall
+from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, ToolResult
 from proxy_addons.shell_tool import ShellTool, ToolSpec, bare_name, build_arguments, shell_tool_from_spec
 
 __all__ = [
@@ -34,12 +40,19 @@ __all__ = [
     "find_code_tool",
     "parse_final_tool",
     "python_cell",
+    "with_python_outputs",
 ]
 
 # Code tools whose argument is a bash command, by bare lower-cased name -> the property carrying it.
 CODE_TOOL_NAMES: Mapping[str, str] = {"code_exec": "cmd"}
 # Code tools whose argument is Python with the shell at `self.shell.run` (NOOA), name -> the property carrying it.
 PYTHON_TOOL_NAMES: Mapping[str, str] = {"execute_python": "code"}
+
+
+# One PythonOutput block: the call id, then the printed text between the first triple quotes after `stdout=`.
+_PYTHON_OUTPUT = re.compile(
+    r"PythonOutput\(tool_call_id='([^'\n]{1,200})'(?:(?!PythonOutput\().)*?\bstdout='{3}(.*?)'{3}", re.DOTALL
+)
 
 
 class FinalToolError(ValueError):
@@ -89,6 +102,26 @@ def arguments_for(shell: ShellTool, command: str) -> dict[str, Any]:
     if bare_name(shell.name).lower() in PYTHON_TOOL_NAMES:
         return {shell.command_key: python_cell(command), **shell.extra}
     return build_arguments(shell, command)
+
+
+def with_python_outputs(body: Mapping[str, Any], request: ModelRequest) -> ModelRequest:
+    """The request with each PythonOutput a user message carries read as its call's result (Python code tools
+    only; any other request is returned as it is)."""
+    if not any(bare_name(t.name).lower() in PYTHON_TOOL_NAMES for t in request.tools):
+        return request
+    messages = body.get("messages")
+    found: list[ToolResult] = []
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, Mapping) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(
+                p.get("text", "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+            )
+        if isinstance(content, str) and "PythonOutput(" in content:
+            found += [ToolResult(call_id=m.group(1), output=m.group(2)) for m in _PYTHON_OUTPUT.finditer(content)]
+    return replace(request, tool_results=request.tool_results + tuple(found)) if found else request
 
 
 def python_cell(command: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from proxy_addons import compaction, sse, wire
 from proxy_addons.chat import ChatCodec
-from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool
+from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool, with_python_outputs
 from proxy_addons.delivery_keystrokes import delivery_for
 from proxy_addons.limits import body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
@@ -282,6 +282,7 @@ class Interpreter:
         attempt.stream = model_request.stream
         if self._delivery is not None:
             model_request = self._delivery.adapt(body, model_request, {k: s.call for k, s in self._sent.items()})
+        model_request = with_python_outputs(body, model_request)
 
         # Evidence first: what the history shows is recorded even when the request is then refused.
         self._observe_history(attempt, model_request)

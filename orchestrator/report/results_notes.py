@@ -36,8 +36,7 @@ because `nemo-gym` 0.7.0 cannot be run in one container against the proxy on thi
 ## NOOA's tool results
 
 NOOA (BenchAgent) answers each `execute_python` call's tool message with `status: complete` and shows the
-cell's output to the model in the next user message (`PythonOutput(tool_call_id=..., stdout=...)`). The
-witness reads a call's result from its tool message, so NOOA's `witness.results_seen` failures (and the
-checks they block) say that no tool message carried the command's output, not that the model never saw it:
-the recorded requests show it did, one message later.
+cell's output to the model in a later user message (`PythonOutput(tool_call_id=..., stdout=...)`). The
+witness reads that printed text as the call's result, since it is what the model saw of it; NOOA's recorded
+history keeps `status: complete` as the tool message, which is what `history.witness_results` names.
 """

@@ -274,3 +274,39 @@ def test_a_structured_finish_argument_needing_more_than_texts_is_refused(make_pr
     flow = provider.chat(chat_body([USER], tools=[EXECUTE_PYTHON, return_result(counted)]))
     assert flow.response is not None and flow.response.status_code == 400
     assert provider.events("violation")[-1]["code"] == "no_finish_tool"
+
+
+def python_output(call_id: str, printed: str) -> dict[str, Any]:
+    """The user message NOOA 0.0.10 adds after a cell ran (its tool message only says `status: complete`)."""
+    text = (
+        f"<sys tag=\"6\">\nPythonOutput(tool_call_id='{call_id}', execution_status=<ResultStatus.COMPLETE: "
+        f"'complete'>, stdout='''{printed}''')\n</sys>"
+    )
+    return {"role": "user", "content": text}
+
+
+def test_what_a_cell_printed_in_a_later_user_message_is_the_calls_result(make_provider: MakeProvider) -> None:
+    scenario = {**tool_success_scenario(), "script": [{"tool_calls": [{"exit_code": 0}]}, {"final_answer": "X"}]}
+    provider = make_provider(scenario)
+    reply = response_json(provider.chat(chat_body([USER], tools=[EXECUTE_PYTHON])))
+    message = reply["choices"][0]["message"]
+    (call,) = message["tool_calls"]
+    printed = run_cell(json.loads(call["function"]["arguments"])["code"])
+    ack = {"role": "tool", "tool_call_id": call["id"], "content": "status: complete"}
+    history = [USER, message, ack, python_output(call["id"], printed)]
+    final = response_json(provider.chat(chat_body(history, tools=[EXECUTE_PYTHON])))
+    assert final["choices"][0]["message"]["content"] == "X"
+    [seen] = provider.events("tool_result_seen")
+    assert seen["output"] == printed and seen["token_present"] is True
+
+
+def test_a_python_output_counts_only_where_a_python_code_tool_is_advertised(make_provider: MakeProvider) -> None:
+    provider = make_provider()
+    reply = response_json(provider.chat(chat_body([USER])))
+    message = reply["choices"][0]["message"]
+    (call,) = message["tool_calls"]
+    # A bash-tool harness whose history claims a result only in a user message: that is no tool result.
+    history = [USER, message, python_output(call["id"], "anything")]
+    flow = provider.chat(chat_body(history))
+    assert flow.response is not None and flow.response.status_code == 409
+    assert provider.events("tool_result_seen") == []
