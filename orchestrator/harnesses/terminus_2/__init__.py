@@ -28,6 +28,9 @@ class Terminus2Harness(Harness):
     )
     protocols = ("chat",)
     native_paths = (LOGS_DIR,)
+    # The root filesystem is read-only, and Terminus writes below its logs dir (trajectory, episodes, the
+    # `environment/` and `agent/` dirs of its TrialPaths) and records the pane to the hard-coded LOGS_DIR.
+    writable_paths: ClassVar[dict[str, str]] = {**Harness.writable_paths, LOGS_DIR: "256m"}
     version_command = (
         f"{VENV}/bin/python",
         "-c",
