@@ -49,7 +49,11 @@ def test_the_steps_reached_terminus_as_typed_commands(run: tuple[Path, int]) -> 
     calls = [e for e in events if e["event"] == "tool_call"]
     markers = {e["tool_call_id"]: (e["present"], e["matches"]) for e in events if e["event"] == "marker"}
     assert calls and all(markers.get(c["tool_call_id"]) == (True, True) for c in calls)
-    assert results(out, HARNESS)["tool_success"]["normalize"]["status"] == "ok"
+    result = results(out, HARNESS)["tool_success"]
+    assert result["normalize"]["status"] == "ok"
+    # Judged as played: the keystroke profile puts the checks that join on tool call ids out of scope.
+    checks = {c["id"]: c["status"] for c in result["checks"]}
+    assert checks["tools.witness_ids"] == checks["tools.request_join"] == "not_applicable"
 
 
 def test_its_own_trajectory_reads_as_atif(run: tuple[Path, int]) -> None:

@@ -146,6 +146,20 @@ def _conversation(last: dict[str, Any] | None) -> list[dict[str, Any]]:
     return conv
 
 
+def _typed(logs: Path, episodes: int) -> list[dict[str, Any]]:
+    """The history from each episode's prompt.txt and response.txt, for when no call's debug.json was written:
+    Terminus writes the prompt before the call and the response after it, so a call that never succeeded (every
+    attempt failed, or the run was stopped) leaves its prompt and no reply."""
+    conv: list[dict[str, Any]] = []
+    for k in range(episodes + 1):
+        for name, role in (("prompt.txt", "user"), ("response.txt", "assistant")):
+            try:
+                conv.append({"role": role, "content": (logs / f"episode-{k}" / name).read_text(errors="replace")})
+            except OSError:
+                return conv
+    return conv
+
+
 def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
     path = logs / "trajectory.json"
     if not path.is_file():
@@ -210,7 +224,7 @@ def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
                 "invocation_id": inv,
                 "parent_invocation_id": None,
                 "model_call_refs": [c["model_call_id"] for c in calls],
-                "conversation": _conversation(last),
+                "conversation": _conversation(last) or _typed(logs, len(agent_steps)),
             }
         ],
         "steps": steps,
