@@ -10,6 +10,7 @@ import pytest
 from orchestrator.evidence import faults
 from orchestrator.harnesses import LaunchContext, NormalizeError, get_harness
 from orchestrator.scenarios import load_scenario
+from tests.unit.harnesses.captured import assert_replays_its_real_run, captured, materialize, witness
 
 _LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "atif" / "terminus-cli-2.0.4"
 _SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
@@ -63,9 +64,29 @@ def test_missing_or_broken_trajectory_is_a_normalize_error(tmp_path: Path) -> No
         get_harness("terminus-2").normalize(native)
 
 
-@pytest.mark.parametrize("name", ["tool_success_host", "retry_429_host"])
-def test_a_real_run_against_the_scripted_provider_replays_its_checks(name: str, tmp_path: Path) -> None:
-    from tests.unit.harnesses.captured import assert_replays_its_real_run
-
+@pytest.mark.parametrize("name", captured("terminus-2"))
+def test_a_real_run_in_its_pod_replays_its_checks(name: str, tmp_path: Path) -> None:
     # retry_429: Terminus keeps neither 429 attempt (debug.json is overwritten, ATIF has no place): a finding.
     assert_replays_its_real_run("terminus-2", name, tmp_path)
+
+
+def test_a_call_that_never_succeeded_leaves_its_prompt_and_nothing_else(tmp_path: Path) -> None:
+    """model_error: every attempt got a 400, so no debug.json and no agent step; the prompt Terminus wrote before
+    calling is the history it recorded, and no model call or outcome is invented."""
+    paths = materialize("terminus-2", "model_error", tmp_path)
+    r = get_harness("terminus-2").normalize(paths.native)
+    assert r["model_calls"] == [] and r["steps"] == [] and r["tool_calls"] == []
+    [prompt] = r["invocations"][0]["conversation"]
+    assert prompt["role"] == "user" and "Run the shell commands you are asked to run" in prompt["content"]
+    assert r["outcome"]["status"] == "unknown"
+
+
+def test_a_pod_run_records_every_typed_command_and_the_confirmed_answer(tmp_path: Path) -> None:
+    paths = materialize("terminus-2", "tool_success", tmp_path)
+    r = get_harness("terminus-2").normalize(paths.native)
+    issued = [e for e in witness(paths) if e["event"] == "tool_call"]
+    assert [t["arguments"]["keystrokes"] for t in r["tool_calls"]] == [e["arguments"]["keystrokes"] for e in issued]
+    # Each command's shared observation is the screen that showed its token.
+    assert all(e["token"] in t["output"] for t, e in zip(r["tool_calls"], issued, strict=True))
+    assert r["outcome"]["status"] == "completed" and r["outcome"]["final_answer"] == "PROBE_DONE"
+    assert len(r["model_calls"]) == 4  # two commands, task_complete, its confirmation
