@@ -160,6 +160,28 @@ def _typed(logs: Path, episodes: int) -> list[dict[str, Any]]:
     return conv
 
 
+def _unparsed(step: dict[str, Any]) -> bool:
+    """A reply Terminus could not parse: no pseudo calls, and the one observation is its "ERROR: " feedback (a
+    screen it read always starts with its own header, never with that)."""
+    results = (step.get("observation") or {}).get("results") or []
+    content = results[0].get("content") if len(results) == 1 else None
+    return not step.get("tool_calls") and isinstance(content, str) and content.startswith("ERROR: ")
+
+
+def _confirmed(agent_steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The step that confirmed completion: Terminus ends on a second task_complete reply in a row, where a reply
+    it could not parse neither confirms nor cancels a pending one (it only asks again)."""
+    pending = False
+    for step in agent_steps:
+        if _unparsed(step):
+            continue
+        complete = any(tc["function_name"] == COMPLETE for tc in step.get("tool_calls") or [])
+        if complete and pending:
+            return step
+        pending = complete
+    return None
+
+
 def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
     path = logs / "trajectory.json"
     if not path.is_file():
@@ -200,11 +222,11 @@ def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
                     "step_no": k + 1,
                 }
             )
-    completes = [any(tc["function_name"] == COMPLETE for tc in s.get("tool_calls") or []) for s in agent_steps]
     outcome: dict[str, Any] = {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
-    # Terminus ends on a confirmed completion: two task_complete replies in a row.
-    if len(completes) >= 2 and completes[-1] and completes[-2]:
-        message = agent_steps[-1].get("message")
+    confirmed = _confirmed(agent_steps)
+    # Terminus returns on the confirming reply: a record going on after it does not show a run that ended there.
+    if confirmed is not None and confirmed is agent_steps[-1]:
+        message = confirmed.get("message")
         m = _ANALYSIS.match(message) if isinstance(message, str) else None
         outcome = {
             "final_answer": m.group(1) if m else message,

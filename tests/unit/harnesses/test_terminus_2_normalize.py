@@ -1,9 +1,13 @@
-"""Terminus 2: launch preset, keystroke profile, and the normalizer on logs Terminus wrote (host run, see README)."""
+"""Terminus 2: launch preset, keystroke profile, and the normalizer on logs Terminus wrote (a host run, and episodes
+captured in its pod: see the fixtures' READMEs)."""
 
 from __future__ import annotations
 
+import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +94,35 @@ def test_a_pod_run_records_every_typed_command_and_the_confirmed_answer(tmp_path
     assert all(e["token"] in t["output"] for t, e in zip(r["tool_calls"], issued, strict=True))
     assert r["outcome"]["status"] == "completed" and r["outcome"]["final_answer"] == "PROBE_DONE"
     assert len(r["model_calls"]) == 4  # two commands, task_complete, its confirmation
+
+
+def _with_steps(tmp_path: Path, edit: Callable[[list[dict[str, Any]]], None]) -> dict[str, Any]:
+    """The tool_success capture, its trajectory's agent steps edited."""
+    paths = materialize("terminus-2", "tool_success", tmp_path)
+    path = paths.native / "agent" / "trajectory.json"
+    doc = json.loads(path.read_text())
+    agent = [s for s in doc["steps"] if s["source"] == "agent"]
+    edit(agent)
+    doc["steps"] = [s for s in doc["steps"] if s["source"] != "agent"] + agent
+    for i, s in enumerate(doc["steps"]):
+        s["step_id"] = i + 1
+    path.write_text(json.dumps(doc))
+    return get_harness("terminus-2").normalize(paths.native)
+
+
+def _unparsed_reply(agent: list[dict[str, Any]]) -> None:
+    # What Terminus records for a reply it could not parse: the raw text, and its feedback as the observation.
+    bad = {k: v for k, v in agent[-1].items() if k not in ("tool_calls", "observation", "message")}
+    bad["message"] = "not json"
+    bad["observation"] = {"results": [{"content": "ERROR: ERROR: No valid JSON found in response"}]}
+    agent.insert(len(agent) - 1, bad)
+
+
+def test_an_unparsed_reply_between_the_two_task_completes_keeps_the_confirmation(tmp_path: Path) -> None:
+    r = _with_steps(tmp_path, _unparsed_reply)
+    assert r["outcome"]["status"] == "completed" and r["outcome"]["final_answer"] == "PROBE_DONE"
+
+
+def test_a_single_task_complete_is_no_ending(tmp_path: Path) -> None:
+    r = _with_steps(tmp_path, lambda agent: agent.pop())
+    assert r["outcome"]["status"] == "unknown" and r["outcome"]["final_answer"] is None
