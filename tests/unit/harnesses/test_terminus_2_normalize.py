@@ -38,6 +38,16 @@ def test_launch_points_litellm_at_the_scripted_provider_and_keeps_costs_local() 
     assert h.harness_profile() == {"delivery": "keystrokes"}
 
 
+def test_request_timeout_is_litellms_own_setting_and_unset_by_default() -> None:
+    scenario = load_scenario(_SCENARIOS / "harness_deadline.yaml")
+    assert "REQUEST_TIMEOUT" not in get_harness("terminus-2").launch(scenario, LaunchContext()).environment
+    launch = get_harness("terminus-2", {"request_timeout": "20"}).launch(scenario, LaunchContext())
+    assert launch.environment["REQUEST_TIMEOUT"] == "20"
+    for bad in ("0", "-5", "1.5", "soon"):
+        with pytest.raises(ValueError, match="request_timeout"):
+            get_harness("terminus-2", {"request_timeout": bad})
+
+
 def test_normalizer_reads_trajectory_and_debug_logs(tmp_path: Path) -> None:
     r = get_harness("terminus-2").normalize(_native(tmp_path))
     assert [str(f) for f in faults(r, "probe-rollout/v1")] == []
