@@ -214,7 +214,8 @@ def run_episode(
         execution.update(status="error", error=f"{type(exc).__name__}: {exc}")
         (paths.root / "episode-error.txt").write_text(traceback.format_exc())
         log.error("episode could not run", error=str(exc))
-    return _finish(paths, harness, scenario, run_id, episode_id, started, execution, True, collection)
+    # Judged as played: the harness profile sets the checks' scope (text delivery has no tool ids).
+    return _finish(paths, harness, played, run_id, episode_id, started, execution, True, collection)
 
 
 def _set_up_pod(stack: ExitStack, engine: PodRuntime, spec: PodSpec, paths: EpisodePaths) -> Pod:

@@ -13,14 +13,17 @@ from pathlib import Path
 import pytest
 
 from orchestrator.atif import read_atif_rollout
-from tests.harnesses.golden import assert_matches_golden, golden_path, results, run_catalogue
+from tests.harnesses.golden import UPDATE, assert_matches_golden, golden_path, results, run_catalogue
 from tests.integration.conftest import Images, engine, images
 
 pytestmark = [
     pytest.mark.docker,
     pytest.mark.harness,
-    # Until a real catalogue run has written tests/golden/terminus-2/verdicts.json (never written by hand).
-    pytest.mark.skipif(not golden_path("terminus-2").is_file(), reason="no golden verdict table from a real run yet"),
+    # Until a real catalogue run has written tests/golden/terminus-2/verdicts.json (never written by hand; with
+    # HARNESS_PROBE_UPDATE_GOLDEN=1 this test's run writes it).
+    pytest.mark.skipif(
+        not golden_path("terminus-2").is_file() and not UPDATE, reason="no golden verdict table from a real run yet"
+    ),
 ]
 __all__ = ["engine", "images"]  # fixtures, re-exported so pytest finds them here
 
@@ -46,7 +49,11 @@ def test_the_steps_reached_terminus_as_typed_commands(run: tuple[Path, int]) -> 
     calls = [e for e in events if e["event"] == "tool_call"]
     markers = {e["tool_call_id"]: (e["present"], e["matches"]) for e in events if e["event"] == "marker"}
     assert calls and all(markers.get(c["tool_call_id"]) == (True, True) for c in calls)
-    assert results(out, HARNESS)["tool_success"]["normalize"]["status"] == "ok"
+    result = results(out, HARNESS)["tool_success"]
+    assert result["normalize"]["status"] == "ok"
+    # Judged as played: the keystroke profile puts the checks that join on tool call ids out of scope.
+    checks = {c["id"]: c["status"] for c in result["checks"]}
+    assert checks["tools.witness_ids"] == checks["tools.request_join"] == "not_applicable"
 
 
 def test_its_own_trajectory_reads_as_atif(run: tuple[Path, int]) -> None:

@@ -28,12 +28,25 @@ class Terminus2Harness(Harness):
     )
     protocols = ("chat",)
     native_paths = (LOGS_DIR,)
+    # The root filesystem is read-only, and Terminus writes below its logs dir (trajectory, episodes, the
+    # `environment/` and `agent/` dirs of its TrialPaths) and records the pane to the hard-coded LOGS_DIR.
+    writable_paths: ClassVar[dict[str, str]] = {**Harness.writable_paths, LOGS_DIR: "256m"}
     version_command = (
         f"{VENV}/bin/python",
         "-c",
         "from importlib.metadata import version; print('terminus-ai', version('terminus-ai'))",
     )
-    options_help: ClassVar[dict[str, str]] = {}
+    options_help: ClassVar[dict[str, str]] = {
+        "request_timeout": "seconds LiteLLM waits for one reply (its REQUEST_TIMEOUT; default: LiteLLM's own, 6000)",
+    }
+
+    def __init__(self, options: dict[str, str] | None = None) -> None:
+        super().__init__(options)
+        raw = self.options.get("request_timeout")
+        if raw is not None and (not raw.isdigit() or int(raw) < 1):
+            raise ValueError(f"harness 'terminus-2': option request_timeout={raw!r} is not an integer >= 1")
+        # Unset, Terminus runs as shipped: the golden table is of that (it outwaits harness_deadline).
+        self.request_timeout = raw
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         terminus = [
@@ -56,6 +69,8 @@ class Terminus2Harness(Harness):
             # Naive times in debug.json are local times: the normalizer reads them as UTC.
             "TZ": "UTC",
         }
+        if self.request_timeout is not None:
+            env["REQUEST_TIMEOUT"] = self.request_timeout
         return Launch(command=command, environment=env)
 
     def harness_profile(self) -> dict[str, Any] | None:

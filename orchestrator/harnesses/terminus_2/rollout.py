@@ -146,6 +146,42 @@ def _conversation(last: dict[str, Any] | None) -> list[dict[str, Any]]:
     return conv
 
 
+def _typed(logs: Path, episodes: int) -> list[dict[str, Any]]:
+    """The history from each episode's prompt.txt and response.txt, for when no call's debug.json was written:
+    Terminus writes the prompt before the call and the response after it, so a call that never succeeded (every
+    attempt failed, or the run was stopped) leaves its prompt and no reply."""
+    conv: list[dict[str, Any]] = []
+    for k in range(episodes + 1):
+        for name, role in (("prompt.txt", "user"), ("response.txt", "assistant")):
+            try:
+                conv.append({"role": role, "content": (logs / f"episode-{k}" / name).read_text(errors="replace")})
+            except OSError:
+                return conv
+    return conv
+
+
+def _unparsed(step: dict[str, Any]) -> bool:
+    """A reply Terminus could not parse: no pseudo calls, and the one observation is its "ERROR: " feedback (a
+    screen it read always starts with its own header, never with that)."""
+    results = (step.get("observation") or {}).get("results") or []
+    content = results[0].get("content") if len(results) == 1 else None
+    return not step.get("tool_calls") and isinstance(content, str) and content.startswith("ERROR: ")
+
+
+def _confirmed(agent_steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The step that confirmed completion: Terminus ends on a second task_complete reply in a row, where a reply
+    it could not parse neither confirms nor cancels a pending one (it only asks again)."""
+    pending = False
+    for step in agent_steps:
+        if _unparsed(step):
+            continue
+        complete = any(tc["function_name"] == COMPLETE for tc in step.get("tool_calls") or [])
+        if complete and pending:
+            return step
+        pending = complete
+    return None
+
+
 def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
     path = logs / "trajectory.json"
     if not path.is_file():
@@ -186,11 +222,11 @@ def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
                     "step_no": k + 1,
                 }
             )
-    completes = [any(tc["function_name"] == COMPLETE for tc in s.get("tool_calls") or []) for s in agent_steps]
     outcome: dict[str, Any] = {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
-    # Terminus ends on a confirmed completion: two task_complete replies in a row.
-    if len(completes) >= 2 and completes[-1] and completes[-2]:
-        message = agent_steps[-1].get("message")
+    confirmed = _confirmed(agent_steps)
+    # Terminus returns on the confirming reply: a record going on after it does not show a run that ended there.
+    if confirmed is not None and confirmed is agent_steps[-1]:
+        message = confirmed.get("message")
         m = _ANALYSIS.match(message) if isinstance(message, str) else None
         outcome = {
             "final_answer": m.group(1) if m else message,
@@ -210,7 +246,7 @@ def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
                 "invocation_id": inv,
                 "parent_invocation_id": None,
                 "model_call_refs": [c["model_call_id"] for c in calls],
-                "conversation": _conversation(last),
+                "conversation": _conversation(last) or _typed(logs, len(agent_steps)),
             }
         ],
         "steps": steps,
