@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import docker.errors
 import structlog
 
 from orchestrator import __version__
@@ -25,10 +24,11 @@ from orchestrator.parallel import run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report import report_run
 from orchestrator.resources import input_key, scenario_schema_path
-from orchestrator.runtime import ContainerSpec, Engine, PodRuntime, create_labels, deferred_interrupts
+from orchestrator.runtime import Engine, PodRuntime, deferred_interrupts
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
 from orchestrator.verdict import result_skeleton
+from orchestrator.versions import image_version
 
 log = structlog.get_logger(__name__)
 
@@ -37,7 +37,6 @@ __all__ = ["EXIT_ERROR", "OutputExists", "RunConfig", "SuiteResult", "run_suite"
 EXIT_ERROR = 2
 # A version command that never ends is killed after this long (or the episode timeout, if shorter).
 VERSION_TIMEOUT_SECONDS = 60.0
-VERSION_MEMORY, VERSION_PIDS = "1g", 256
 PROXY_WRITABLE = {"/home/probe": "64m", "/tmp": "64m"}
 
 
@@ -67,43 +66,6 @@ class SuiteResult:
 
 def new_run_id() -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
-
-
-def _version(
-    engine: PodRuntime,
-    image: BuiltImage,
-    command: tuple[str, ...],
-    run_id: str,
-    writable: dict[str, str],
-    timeout: float,
-) -> str | None:
-    """The image's own version string, asked as hardened as a harness (no network, read-only root, limits)."""
-    if not command:
-        return None
-    spec = ContainerSpec(
-        image=image.tag,
-        name=f"hp-{run_id}-version-{secrets.token_hex(3)}",
-        command=list(command),
-        entrypoint=[],
-        network="none",
-        read_only=True,
-        tmpfs=writable,
-        labels=create_labels(run_id, role="version"),
-        mem_limit=VERSION_MEMORY,
-        cpus=1.0,
-        pids_limit=VERSION_PIDS,
-    )
-    log.info("asking the version", image=image.tag)
-    try:
-        code, out = engine.run_once(spec, timeout)
-    except docker.errors.DockerException as exc:
-        log.warning("could not read version", image=image.tag, error=str(exc))
-        return None
-    if code is None:
-        log.warning("version command did not finish; killed", image=image.tag, timeout=timeout)
-        return None
-    text = out.decode(errors="replace").strip()
-    return text or None
 
 
 def _inputs(scenarios: list[Scenario], built: dict[str, BuiltImage]) -> dict[str, str]:
@@ -177,7 +139,7 @@ def _run(
         built[h.image] = builder.build(h.image)
     # `mitmdump --version` prints several lines (platform, OpenSSL, ...); the first names mitmproxy.
     proxy_text = (
-        _version(
+        image_version(
             engine,
             built["proxy"],
             ("/opt/mitmproxy/bin/mitmdump", "--version"),
@@ -213,7 +175,7 @@ def _run(
     # Every version probe before the first episode, so episodes running side by side share one answer.
     images: dict[str, EpisodeImages] = {}
     for h in cfg.harnesses:
-        text = _version(engine, built[h.image], h.version_argv(), run_id, dict(h.writable_paths), version_timeout)
+        text = image_version(engine, built[h.image], h.version_argv(), run_id, dict(h.writable_paths), version_timeout)
         version = h.parse_version(text or "") or None
         images[h.name] = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
 
