@@ -10,13 +10,15 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import structlog
 
 from orchestrator import __version__
-from orchestrator.episode import EpisodeImages, now_iso, run_episode, write_json
+from orchestrator.ahead import PodsAhead
+from orchestrator.episode import EpisodeImages, now_iso, plan_episode, play_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
@@ -179,21 +181,30 @@ def _run(
         version = h.parse_version(text or "") or None
         images[h.name] = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
 
-    def episode(cell: tuple[Harness, Scenario]) -> dict[str, Any]:
-        h, sc = cell
+    # Each episode's plan (its folder, scenario and runtime.json, its pod's spec), made when it begins or when its
+    # pod is set up ahead, while the episode before it runs its harness.
+    planners = [
+        partial(plan_episode, engine, h, sc, images[h.name], out.episode(h.name, sc.name), run_id, cfg.timeout)
+        for h, sc in grid
+    ]
+
+    def episode(index: int) -> dict[str, Any]:
+        h, sc = grid[index]
         if on_episode:
             on_episode(h.name, sc.name, None)
         log.info("episode", harness=h.name, scenario=sc.name, run_id=run_id)
         paths = out.episode(h.name, sc.name)
         try:
-            result = run_episode(engine, h, sc, images[h.name], paths, run_id, cfg.timeout, cfg.collect)
+            plan, ready = ahead.begin(index)
+            result = play_episode(engine, plan, cfg.collect, ready, on_started=ahead.set_up_next)
         except Exception as exc:  # one episode never takes the run down: it is that episode's error
             result = _episode_crashed(paths, h.name, sc.name, run_id, exc)
         if on_episode:
             on_episode(h.name, sc.name, result)
         return result
 
-    results = run_pool(grid, episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id))
+    with PodsAhead(engine, planners) as ahead:
+        results = run_pool(range(len(grid)), episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id))
     # Reports only once every episode has finished; summary.json last, so an interrupted run has none.
     full_suite = {s.name for s in cfg.scenarios} >= {s.name for s in list_scenarios()}
     code = report_run(cfg.output, suite, results, full_suite=full_suite, started_at=started_at, finished_at=now_iso())
