@@ -193,6 +193,9 @@ def plan_episode(
                 "probe_witness=/probe/witness/witness.jsonl",
                 "--set",
                 f"probe_markers={ctx.markers}",
+                # Stopped, it ends once the witness is closed, not after seconds of interpreter finalization.
+                "--set",
+                "probe_exit_when_done=true",
             ],
             files={"/probe/scenario/scenario.json": played.provider_json()},
             files_base="/probe/scenario",
