@@ -95,8 +95,10 @@ class Normalizer:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
-        if self._proc is not None and self._proc.stderr is not None:
-            self._proc.stderr.close()
+        if self._proc is not None:
+            for stream in (self._proc.stdin, self._proc.stderr):
+                if stream is not None:
+                    stream.close()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
