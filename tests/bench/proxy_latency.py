@@ -83,6 +83,20 @@ print("listening", flush=True)
 s.serve_forever()
 """
 
+# What one witness line's fsync costs on the disk under the engine's container layers (where the witness is).
+FSYNC = r"""
+import json, os, time
+f = open("/tmp/fsync-probe", "ab")
+out = []
+for _ in range(300):
+    t = time.perf_counter()
+    f.write(b"x" * 400 + b"\n")
+    f.flush()
+    os.fsync(f.fileno())
+    out.append(time.perf_counter() - t)
+print(json.dumps(out))
+"""
+
 # The size of the proxy's auxiliary chat reply, so both answer about the same bytes.
 REPLY = json.dumps(
     {
@@ -147,6 +161,14 @@ def minimal_server(engine: Engine, base: str, run_id: str) -> list[float]:
             return _latencies(c.logs())
 
 
+def fsync_cost(engine: Engine, base: str, run_id: str) -> list[float]:
+    spec = replace(_client_spec(base, f"hp-{run_id}-bench-fsync", run_id, "none"), command=["python3", "-c", FSYNC])
+    code, out = engine.run_once(spec, 300)
+    if code != 0:
+        raise RuntimeError(f"fsync probe failed: {out.decode(errors='replace')[-1500:]}")
+    return _latencies(out)
+
+
 def scripted_provider(engine: Engine, images: EpisodeImages, base: str, run_id: str, tmp: Path) -> list[float]:
     scenario = load_scenario("tool_success")
     one_step = replace(scenario, data={**scenario.data, "script": [{"final_answer": "PROBE_DONE"}]})
@@ -180,6 +202,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             plain = minimal_server(engine, base, run_id)
             scripted = scripted_provider(engine, images, base, run_id, Path(d))
+            fsync = fsync_cost(engine, base, run_id)
     finally:
         engine.cleanup(run_id)
     p50 = _ms(scripted, 50) - _ms(plain, 50)
@@ -190,6 +213,10 @@ def main() -> None:
         f"p50 {p50:+.2f} ms (target +{TARGET_P50_MS} ms: {verdict}), p99 {p99:+.2f} ms; "
         f"scripted provider p50 {_ms(scripted, 50):.2f} / p99 {_ms(scripted, 99):.2f} ms, "
         f"minimal server p50 {_ms(plain, 50):.2f} / p99 {_ms(plain, 99):.2f} ms"
+    )
+    print(
+        f"  of which the disk: one fsync'd witness line in a container costs p50 {_ms(fsync, 50):.2f} / p99 "
+        f"{_ms(fsync, 99):.2f} ms here (every answer waits for one)"
     )
 
 
