@@ -25,7 +25,7 @@ help:
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
 	@echo "make lint            ruff + mypy + actionlint + zizmor (workflows) + the packaging checks of make dist"
 	@echo "make dist            wheel + sdist into dist/ (python -m build), checked by twine"
-	@echo "make bench           audit at scale (100,000 calls; 1,000 and 10,000 episodes); runtime overhead"
+	@echo "make bench           audit at scale; runtime overhead; --jobs 1 vs 2; proxy latency"
 	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
 	@echo "make lock            re-lock images/*/requirements.lock from requirements.in"
 
@@ -79,10 +79,12 @@ dist: $(VENV)/.installed
 	  || { echo "the wheel lacks scenarios/, images/ or proxy_addons/" >&2; exit 1; }
 
 # Scale targets: an audit of one rollout of 100,000 calls and of 1,000 and 10,000 saved episodes (no engine);
-# then per-episode orchestration overhead on each runtime that answers, beside two bare container starts.
+# then per-episode orchestration overhead on each runtime that answers, beside two bare container starts, and the
+# reference catalogue with --jobs 1 and 2; then the proxy's added latency against a minimal HTTP server.
 bench: $(VENV)/.installed
 	$(VENV)/bin/python -m tests.bench.audit_scale 100000 1000 10000
 	$(VENV)/bin/python -m tests.bench.runtime_overhead
+	$(VENV)/bin/python -m tests.bench.proxy_latency
 
 cleanup: docker-check
 	$(HP) cleanup

@@ -8,9 +8,11 @@ import os
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import structlog
 
 from orchestrator.evidence import validate
 from orchestrator.harnesses import Harness, LaunchContext
+from orchestrator.harnesses.isolated import Normalizer
 from orchestrator.images import BuiltImage
 from orchestrator.paths import EpisodePaths
 from orchestrator.resources import build_info
@@ -29,7 +32,17 @@ from orchestrator.verdict import collect_evidence, judge, normalize_native, resu
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["EpisodeImages", "now_iso", "run_episode", "write_json"]
+__all__ = [
+    "EpisodeImages",
+    "EpisodePlan",
+    "PodReady",
+    "now_iso",
+    "plan_episode",
+    "play_episode",
+    "run_episode",
+    "set_up_ahead",
+    "write_json",
+]
 
 PROXY_READY = b"DNS server listening at"
 PROXY_STOP_SECONDS = 10
@@ -77,6 +90,31 @@ def _asked_limits(spec: PodSpec) -> dict[str, Any]:
     return {"proxy": spec.proxy.limits(), "harness": harness}
 
 
+@dataclass
+class EpisodePlan:
+    """An episode before its pod exists: its folder, the scenario as played, runtime.json and the pod's spec."""
+
+    harness: Harness
+    scenario: Scenario
+    paths: EpisodePaths
+    run_id: str
+    episode_id: str
+    started: str
+    execution: dict[str, Any]
+    wait_for: float
+    markers: str
+    runtime_doc: dict[str, Any]
+    pod_spec: PodSpec | None  # None: the episode is skipped
+
+
+@dataclass
+class PodReady:
+    """A pod set up before its episode plays (while another harness runs); its stack removes it."""
+
+    stack: ExitStack
+    pod: Pod
+
+
 def run_episode(
     engine: PodRuntime,
     harness: Harness,
@@ -88,6 +126,19 @@ def run_episode(
     limits: CollectLimits | None = None,
 ) -> dict[str, Any]:
     """Run, collect, normalize, check; returns the scenario_result it wrote. Never raises for harness faults."""
+    return play_episode(engine, plan_episode(engine, harness, scenario, images, paths, run_id, timeout), limits)
+
+
+def plan_episode(
+    engine: PodRuntime,
+    harness: Harness,
+    scenario: Scenario,
+    images: EpisodeImages,
+    paths: EpisodePaths,
+    run_id: str,
+    timeout: float,
+) -> EpisodePlan:
+    """The episode's folder with scenario.json and runtime.json (what it asked for), and its pod's spec."""
     paths.root.mkdir(parents=True, exist_ok=False)
     episode_id = f"hp-{run_id}-{uuid.uuid4().hex[:6]}"
     started = now_iso()
@@ -102,16 +153,18 @@ def run_episode(
     if deadline is not None and deadline < timeout:
         execution["deadline_seconds"] = deadline
     wait_for = execution.get("deadline_seconds", timeout)
+    plan = EpisodePlan(harness, scenario, paths, run_id, episode_id, started, execution, wait_for, "", {}, None)
     override = scenario.override(harness.name)
     if override and override.get("skip"):
         execution.update(status="skipped", error=override["reason"])
-        return _finish(paths, harness, scenario, run_id, episode_id, started, execution, None)
-
+        return plan
     # The scenario as the proxy played it, kept with the evidence so an audit can re-check offline. A harness
     # that must receive its final answer in a form of its own says so in the profile the proxy reads.
     profile = harness.harness_profile()
     played = replace(scenario, data={**scenario.data, "harness_profile": profile}) if profile else scenario
     paths.scenario.write_bytes(played.provider_json())
+    # Judged as played: the harness profile sets the checks' scope (text delivery has no tool ids).
+    plan.scenario = played
     ctx = LaunchContext(task_id=scenario.name)
     launch = harness.launch(scenario, ctx)
     runtime_doc: dict[str, Any] = {
@@ -128,7 +181,6 @@ def run_episode(
         },
         "scenario_sha256": scenario.sha256,
     }
-    collection: Collection | None = None
     labels = create_labels(run_id, episode=episode_id, harness=harness.name, scenario=scenario.name)
     pod_spec = PodSpec(
         name=episode_id,
@@ -143,6 +195,9 @@ def run_episode(
                 "probe_witness=/probe/witness/witness.jsonl",
                 "--set",
                 f"probe_markers={ctx.markers}",
+                # Stopped, it ends once the witness is closed, not after seconds of interpreter finalization.
+                "--set",
+                "probe_exit_when_done=true",
             ],
             files={"/probe/scenario/scenario.json": played.provider_json()},
             files_base="/probe/scenario",
@@ -175,24 +230,82 @@ def run_episode(
     )
     runtime_doc["limits"] = _asked_limits(pod_spec)
     _write_runtime(paths, runtime_doc)
+    plan.markers, plan.runtime_doc, plan.pod_spec = ctx.markers, runtime_doc, pod_spec
+    return plan
+
+
+def set_up_ahead(engine: PodRuntime, plan: EpisodePlan) -> PodReady | None:
+    """The plan's pod, set up now for an episode that plays later; None for a skipped episode."""
+    if plan.pod_spec is None:
+        return None
+    stack = ExitStack()
+    try:
+        pod = _set_up_pod(stack, engine, plan.pod_spec, plan.paths)
+    except BaseException:
+        stack.close()
+        raise
+    return PodReady(stack, pod)
+
+
+def play_episode(
+    engine: PodRuntime,
+    plan: EpisodePlan,
+    limits: CollectLimits | None = None,
+    ready: Callable[[], PodReady | None] | None = None,
+    on_started: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """Run the planned episode in its pod (`ready` gives one set up ahead; its set-up error is this episode's),
+    collect, normalize, check. `on_started` is called once the harness runs (the next pod may be set up then)."""
+    harness, scenario, paths, execution = plan.harness, plan.scenario, plan.paths, plan.execution
+    finish = partial(_finish, paths, harness, scenario, plan.run_id, plan.episode_id, plan.started, execution)
+    if plan.pod_spec is None:
+        return finish(None)
+    # The normalizer's child process starts while the harness runs: its imports are not the episode's wait.
+    normalizer = Normalizer(harness)
+    try:
+        return _play(engine, plan, normalizer, finish, limits, ready, on_started)
+    finally:
+        normalizer.close()
+
+
+def _play(
+    engine: PodRuntime,
+    plan: EpisodePlan,
+    normalizer: Normalizer,
+    finish: Callable[..., dict[str, Any]],
+    limits: CollectLimits | None,
+    ready: Callable[[], PodReady | None] | None,
+    on_started: Callable[[], None] | None,
+) -> dict[str, Any]:
+    harness, scenario, paths, execution = plan.harness, plan.scenario, plan.paths, plan.execution
+    assert plan.pod_spec is not None
+    collection: Collection | None = None
     try:
         with ExitStack() as stack:
-            pod = _set_up_pod(stack, engine, pod_spec, paths)
-            runtime_doc["limits"] = pod.limits()
-            _write_runtime(paths, runtime_doc)
+            got = ready() if ready is not None else None
+            if got is not None:
+                stack.enter_context(got.stack)
+                pod = got.pod
+            else:
+                pod = _set_up_pod(stack, engine, plan.pod_spec, paths)
+            plan.runtime_doc["limits"] = pod.limits()
+            _write_runtime(paths, plan.runtime_doc)
             hc, proxy = pod.harness, pod.proxy
             try:
                 t0 = time.monotonic()
                 hc.start()
                 log.info("harness started", harness=harness.name, scenario=scenario.name)
-                code = hc.wait(wait_for)
+                normalizer.start()
+                if on_started is not None:
+                    on_started()
+                code = hc.wait(plan.wait_for)
                 execution["seconds"] = round(time.monotonic() - t0, 3)
                 if code is None:
                     hc.kill()
                     # The scenario's own bound is a named finding; the run's --timeout is a plain timeout.
                     status = "deadline" if "deadline_seconds" in execution else "timeout"
                     execution.update(status=status, exit_code=None)
-                    log.warning("harness did not end and was killed", status=status, seconds=wait_for)
+                    log.warning("harness did not end and was killed", status=status, seconds=plan.wait_for)
                 else:
                     execution.update(status="exited", exit_code=code)
                 log.info("collecting", harness=harness.name, scenario=scenario.name)
@@ -206,16 +319,15 @@ def run_episode(
                     hc.copy_out(native, paths.native, collection)
             except Exception:
                 collection = collection or Collection(limits or CollectLimits())
-                _collect_proxy(proxy, paths, ctx, collection)
+                _collect_proxy(proxy, paths, plan.markers, collection)
                 raise
             # Not on an interrupt: then the pod is removed at once and the run leaves no summary.
-            _collect_proxy(proxy, paths, ctx, collection)
+            _collect_proxy(proxy, paths, plan.markers, collection)
     except Exception as exc:
         execution.update(status="error", error=f"{type(exc).__name__}: {exc}")
         (paths.root / "episode-error.txt").write_text(traceback.format_exc())
         log.error("episode could not run", error=str(exc))
-    # Judged as played: the harness profile sets the checks' scope (text delivery has no tool ids).
-    return _finish(paths, harness, played, run_id, episode_id, started, execution, True, collection)
+    return finish(True, collection, normalizer)
 
 
 def _set_up_pod(stack: ExitStack, engine: PodRuntime, spec: PodSpec, paths: EpisodePaths) -> Pod:
@@ -239,12 +351,12 @@ def _write_runtime(paths: EpisodePaths, doc: dict[str, Any]) -> None:
     write_json(paths.runtime, doc)
 
 
-def _collect_proxy(proxy: ContainerHandle, paths: EpisodePaths, ctx: LaunchContext, collection: Collection) -> None:
+def _collect_proxy(proxy: ContainerHandle, paths: EpisodePaths, markers: str, collection: Collection) -> None:
     # A clean stop lets the addon write its `end` event before we copy the witness out.
     proxy.stop(PROXY_STOP_SECONDS)
     proxy.save_logs(paths.proxy_log, collection)
     proxy.copy_out("/probe/witness/witness.jsonl", paths.root, collection)
-    proxy.copy_out(ctx.markers, paths.root, collection)
+    proxy.copy_out(markers, paths.root, collection)
 
 
 def _finish(
@@ -257,6 +369,7 @@ def _finish(
     execution: dict[str, Any],
     ran: bool | None,
     collection: Collection | None = None,
+    normalizer: Normalizer | None = None,
 ) -> dict[str, Any]:
     result = result_skeleton(harness.name, scenario.name, run_id, episode_id, started, execution)
     if collection is not None:
@@ -264,7 +377,7 @@ def _finish(
     try:
         if ran:
             # A timed-out or crashed harness still has whatever it logged checked (execution apart from evidence).
-            rollout, result["normalize"] = normalize_native(harness, paths.native)
+            rollout, result["normalize"] = normalize_native(harness, paths.native, None, normalizer)
             if rollout is not None:
                 write_json(paths.rollout, rollout)
             ev = collect_evidence(scenario.data, paths, rollout, result["normalize"]["message"])

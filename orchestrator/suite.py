@@ -10,14 +10,15 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import docker.errors
 import structlog
 
 from orchestrator import __version__
-from orchestrator.episode import EpisodeImages, now_iso, run_episode, write_json
+from orchestrator.ahead import PodsAhead
+from orchestrator.episode import EpisodeImages, now_iso, plan_episode, play_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
@@ -25,10 +26,11 @@ from orchestrator.parallel import run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report import report_run
 from orchestrator.resources import input_key, scenario_schema_path
-from orchestrator.runtime import ContainerSpec, Engine, PodRuntime, create_labels, deferred_interrupts
+from orchestrator.runtime import Engine, PodRuntime, deferred_interrupts
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
 from orchestrator.verdict import result_skeleton
+from orchestrator.versions import image_version
 
 log = structlog.get_logger(__name__)
 
@@ -37,7 +39,6 @@ __all__ = ["EXIT_ERROR", "OutputExists", "RunConfig", "SuiteResult", "run_suite"
 EXIT_ERROR = 2
 # A version command that never ends is killed after this long (or the episode timeout, if shorter).
 VERSION_TIMEOUT_SECONDS = 60.0
-VERSION_MEMORY, VERSION_PIDS = "1g", 256
 PROXY_WRITABLE = {"/home/probe": "64m", "/tmp": "64m"}
 
 
@@ -67,43 +68,6 @@ class SuiteResult:
 
 def new_run_id() -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
-
-
-def _version(
-    engine: PodRuntime,
-    image: BuiltImage,
-    command: tuple[str, ...],
-    run_id: str,
-    writable: dict[str, str],
-    timeout: float,
-) -> str | None:
-    """The image's own version string, asked as hardened as a harness (no network, read-only root, limits)."""
-    if not command:
-        return None
-    spec = ContainerSpec(
-        image=image.tag,
-        name=f"hp-{run_id}-version-{secrets.token_hex(3)}",
-        command=list(command),
-        entrypoint=[],
-        network="none",
-        read_only=True,
-        tmpfs=writable,
-        labels=create_labels(run_id, role="version"),
-        mem_limit=VERSION_MEMORY,
-        cpus=1.0,
-        pids_limit=VERSION_PIDS,
-    )
-    log.info("asking the version", image=image.tag)
-    try:
-        code, out = engine.run_once(spec, timeout)
-    except docker.errors.DockerException as exc:
-        log.warning("could not read version", image=image.tag, error=str(exc))
-        return None
-    if code is None:
-        log.warning("version command did not finish; killed", image=image.tag, timeout=timeout)
-        return None
-    text = out.decode(errors="replace").strip()
-    return text or None
 
 
 def _inputs(scenarios: list[Scenario], built: dict[str, BuiltImage]) -> dict[str, str]:
@@ -177,7 +141,7 @@ def _run(
         built[h.image] = builder.build(h.image)
     # `mitmdump --version` prints several lines (platform, OpenSSL, ...); the first names mitmproxy.
     proxy_text = (
-        _version(
+        image_version(
             engine,
             built["proxy"],
             ("/opt/mitmproxy/bin/mitmdump", "--version"),
@@ -213,25 +177,34 @@ def _run(
     # Every version probe before the first episode, so episodes running side by side share one answer.
     images: dict[str, EpisodeImages] = {}
     for h in cfg.harnesses:
-        text = _version(engine, built[h.image], h.version_argv(), run_id, dict(h.writable_paths), version_timeout)
+        text = image_version(engine, built[h.image], h.version_argv(), run_id, dict(h.writable_paths), version_timeout)
         version = h.parse_version(text or "") or None
         images[h.name] = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
 
-    def episode(cell: tuple[Harness, Scenario]) -> dict[str, Any]:
-        h, sc = cell
+    # Each episode's plan (its folder, scenario and runtime.json, its pod's spec), made when it begins or when its
+    # pod is set up ahead, while the episode before it runs its harness.
+    planners = [
+        partial(plan_episode, engine, h, sc, images[h.name], out.episode(h.name, sc.name), run_id, cfg.timeout)
+        for h, sc in grid
+    ]
+
+    def episode(index: int) -> dict[str, Any]:
+        h, sc = grid[index]
         if on_episode:
             on_episode(h.name, sc.name, None)
         log.info("episode", harness=h.name, scenario=sc.name, run_id=run_id)
         paths = out.episode(h.name, sc.name)
         try:
-            result = run_episode(engine, h, sc, images[h.name], paths, run_id, cfg.timeout, cfg.collect)
+            plan, ready = ahead.begin(index)
+            result = play_episode(engine, plan, cfg.collect, ready, on_started=ahead.set_up_next)
         except Exception as exc:  # one episode never takes the run down: it is that episode's error
             result = _episode_crashed(paths, h.name, sc.name, run_id, exc)
         if on_episode:
             on_episode(h.name, sc.name, result)
         return result
 
-    results = run_pool(grid, episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id))
+    with PodsAhead(engine, planners) as ahead:
+        results = run_pool(range(len(grid)), episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id))
     # Reports only once every episode has finished; summary.json last, so an interrupted run has none.
     full_suite = {s.name for s in cfg.scenarios} >= {s.name for s in list_scenarios()}
     code = report_run(cfg.output, suite, results, full_suite=full_suite, started_at=started_at, finished_at=now_iso())

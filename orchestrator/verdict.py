@@ -11,7 +11,7 @@ from orchestrator.checks import PROFILE, Evidence, Status, gate, read_witness, r
 from orchestrator.evidence import FormatError
 from orchestrator.evidence.jsonread import JsonFault, read_bytes, read_json
 from orchestrator.harnesses import Harness, NormalizeError
-from orchestrator.harnesses.isolated import NormalizeBudget, normalize_isolated
+from orchestrator.harnesses.isolated import NormalizeBudget, Normalizer, normalize_isolated
 from orchestrator.paths import EpisodePaths
 
 log = structlog.get_logger(__name__)
@@ -23,16 +23,17 @@ __all__ = ["collect_evidence", "judge", "normalize_native"]
 
 
 def normalize_native(
-    harness: Harness, native: Path, budget: NormalizeBudget | None = None
+    harness: Harness, native: Path, budget: NormalizeBudget | None = None, child: Normalizer | None = None
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """native/ -> rollout dict and the normalize record. A schema-invalid rollout is kept: the checks judge it.
 
     The normalizer runs in a child process under a time and memory budget: it reads what the harness wrote.
+    `child`: one started ahead for this harness (its budget then is its own).
     """
     if not native.is_dir():
         return None, {"status": "error", "message": "no native logs were collected"}
     try:
-        rollout = normalize_isolated(harness, native, budget)
+        rollout = child.run(native) if child is not None else normalize_isolated(harness, native, budget)
     except NormalizeError as exc:
         return None, {"status": "error", "message": str(exc)}
     return rollout, {"status": "ok", "message": None}

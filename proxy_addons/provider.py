@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import sys
 from typing import Any
 
@@ -23,6 +24,7 @@ logger = logging.getLogger(__name__)
 OPTION_SCENARIO = "probe_scenario"
 OPTION_WITNESS = "probe_witness"
 OPTION_MARKERS = "probe_markers"
+OPTION_EXIT = "probe_exit_when_done"
 OPTIONS = frozenset({OPTION_SCENARIO, OPTION_WITNESS, OPTION_MARKERS})
 DEFAULT_MARKERS = "/probe/markers"
 # sysexits EX_IOERR: the orchestrator can tell "witness lost" from an ordinary proxy failure.
@@ -57,6 +59,13 @@ class ScriptedProvider:
         loader.add_option(OPTION_WITNESS, str, "", "Witness JSONL file the scripted provider appends to.")
         loader.add_option(
             OPTION_MARKERS, str, DEFAULT_MARKERS, "Directory where scripted tool calls write marker files."
+        )
+        loader.add_option(
+            OPTION_EXIT,
+            bool,
+            False,
+            "End the process as soon as the witness is closed (a container's main process): Python's "
+            "finalization of mitmproxy's modules takes longer than the whole shutdown and guards nothing.",
         )
 
     def configure(self, updated: set[str]) -> None:
@@ -223,9 +232,15 @@ class ScriptedProvider:
             except WitnessWriteError as exc:
                 self._die(f"witness write failed: {exc}", shutdown=False)
         self._close()
-        if self._fatal is not None:
-            # Leave a non-zero exit status: a clean exit would pass off a truncated witness as whole.
-            raise SystemExit(WITNESS_FAILURE_EXIT)
+        # Leave a non-zero exit status: a clean exit would pass off a truncated witness as whole.
+        code = WITNESS_FAILURE_EXIT if self._fatal is not None else 0
+        if bool(getattr(ctx.options, OPTION_EXIT, False)):
+            # The witness is closed (every line fsync'd); what is printed is flushed; nothing else needs keeping.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        if code:
+            raise SystemExit(code)
 
     def _close(self) -> None:
         if self.interpreter is not None:

@@ -63,7 +63,6 @@ def docker_pod(engine: Engine, spec: PodSpec) -> Iterator[DockerPod]:
         )
         proxy = stack.enter_context(engine.container(proxy_spec))
         proxy.start()
-        proxy.wait_for_log(spec.ready_log, spec.ready_timeout)
         harness_spec = replace(
             spec.harness,
             network=f"container:{proxy.id}",
@@ -76,5 +75,7 @@ def docker_pod(engine: Engine, spec: PodSpec) -> Iterator[DockerPod]:
                 **{vol: {"bind": path, "mode": "rw"} for path, vol in held.items()},
             },
         )
+        # Created (not started) while the proxy starts up: its namespace exists once the proxy runs.
         harness = stack.enter_context(engine.container(harness_spec))
+        proxy.wait_for_log(spec.ready_log, spec.ready_timeout)
         yield DockerPod(engine, proxy, harness, spec)

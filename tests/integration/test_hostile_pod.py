@@ -7,6 +7,7 @@ No test sends traffic anywhere but loopback: in the pod a connect to any other a
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -127,8 +128,11 @@ class _Run:
 
     def __init__(self, out: Path) -> None:
         self.out = out
+        # A fresh version cache: every run asks the versions, so the version-probe moment happens.
+        env = {**os.environ, "HARNESS_PROBE_VERSION_CACHE": str(out.with_name(f"{out.name}-versions"))}
         self.proc = subprocess.Popen(
             [HP, "run", "-H", "reference", "-s", "tool_success", "--timeout", "60", "-o", str(out)],
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,

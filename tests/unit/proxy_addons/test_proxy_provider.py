@@ -564,3 +564,30 @@ def test_loads_as_mitmdump_script(tmp_path: Path) -> None:
         addon.done()
     events = assert_valid_witness(tmp_path / "w.jsonl")
     assert [e["event"] for e in events] == ["start", "tool_call", "attempt", "end"]
+
+
+@pytest.mark.parametrize("fatal", [False, True])
+def test_told_to_exit_when_done_it_ends_the_process_only_after_the_witness_is_closed(
+    make_provider: MakeProvider, monkeypatch: pytest.MonkeyPatch, fatal: bool
+) -> None:
+    provider = make_provider()
+    provider.context.options.update(probe_exit_when_done=True)
+    exits: list[tuple[int, list[dict[str, Any]], bool]] = []
+
+    def exit_now(code: int) -> None:  # what os._exit would end: record what the witness holds by then
+        exits.append((code, read_events(provider.witness), provider.addon.interpreter is None))
+
+    monkeypatch.setattr("proxy_addons.provider.os._exit", exit_now)
+    if fatal:
+        provider.addon._die("witness write failed: test", shutdown=False)
+        with pytest.raises(SystemExit):  # only because the stand-in for os._exit returned
+            provider.addon.done()
+    else:
+        provider.addon.done()
+    ((code, events, closed),) = exits
+    assert closed, "the process would end with the witness still open"
+    if fatal:
+        assert code == WITNESS_FAILURE_EXIT
+    else:
+        assert code == 0
+        assert events[-1]["event"] == "end"
