@@ -6,9 +6,10 @@ import hashlib
 import os
 import stat
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import structlog
 
@@ -19,8 +20,8 @@ from orchestrator.evidence import Fault, FormatError, load_json, validate
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.paths import EpisodePaths, RunPaths
-from orchestrator.report import report_run
-from orchestrator.report.summary import compact_result
+from orchestrator.report.output import write_streamed
+from orchestrator.report.summary import SummaryBuilder
 from orchestrator.runtime.collect import Collection, Finding
 from orchestrator.scenarios import list_scenarios
 from orchestrator.suite import OutputExists
@@ -28,7 +29,7 @@ from orchestrator.verdict import collect_evidence, judge, normalize_native, read
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["AuditResult", "InputChanged", "audit", "find_episodes"]
+__all__ = ["AuditResult", "InputChanged", "SavedResults", "audit", "find_episodes"]
 
 # Evidence copied into the audit directory, so its summary hashes the same files the verdicts rest on.
 _COPIED = (
@@ -52,10 +53,30 @@ class InputChanged(RuntimeError):
     """A source file changed while the audit read it: its verdicts would rest on nothing fixed."""
 
 
+class SavedResults(Sequence[dict[str, Any]]):
+    """The audited episodes' scenario_result.json files, read when asked for: an audit of thousands holds none."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._paths = paths
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self))[i]]
+        result: dict[str, Any] = load_json(self._paths[i], "scenario-result/v1")
+        return result
+
+
 @dataclass
 class AuditResult:
     output: Path
-    results: list[dict[str, Any]]
+    results: SavedResults
     exit_code: int
 
 
@@ -276,14 +297,32 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
     output.mkdir(parents=True)
     started = now_iso()
     write_json(RunPaths(output).suite, suite)
-    results = []
-    shared: dict[str, Any] = {}  # identical check records across episodes, kept once (memory flat in episodes)
-    for h, s, ep in episodes:
-        if harness is not None and harness.name != h:
-            log.warning("episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name)
-        log.info("auditing", harness=h, scenario=s)
-        result = _audit_or_error(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format)
-        results.append(compact_result(result, shared))
+    # Each result goes to the summary's builder as its episode ends (the builder keeps it on disk, not in memory).
+    builder = SummaryBuilder(output, suite)
+    try:
+        for h, s, ep in episodes:
+            if harness is not None and harness.name != h:
+                log.warning(
+                    "episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name
+                )
+            log.info("auditing", harness=h, scenario=s)
+            builder.add(_audit_or_error(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format))
+        code = _finish(source, output, episodes, before, builder, harness, rollout_format, started)
+    finally:
+        builder.close()
+    return AuditResult(output, SavedResults([RunPaths(output).episode(h, s).result for h, s, _ in episodes]), code)
+
+
+def _finish(
+    source: Path,
+    output: Path,
+    episodes: list[tuple[str, str, Path]],
+    before: dict[str, str],
+    builder: SummaryBuilder,
+    harness: Harness | None,
+    rollout_format: str,
+    started: str,
+) -> int:
     after = _hash_tree(source)
     if before != after:
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
@@ -303,5 +342,4 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
     }
     validate(record, "audit/v1", "audit.json")
     write_json(output / "audit.json", record)
-    code = report_run(output, suite, results, full_suite=full_suite, started_at=started, finished_at=now_iso())
-    return AuditResult(output, results, code)
+    return write_streamed(output, builder, full_suite=full_suite, started_at=started, finished_at=now_iso())
