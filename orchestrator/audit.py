@@ -17,7 +17,7 @@ from orchestrator import __version__
 from orchestrator.atif import ATIF_NAME, read_atif_rollout
 from orchestrator.episode import now_iso, write_json
 from orchestrator.evidence import Fault, FormatError, load_json, validate
-from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes
+from orchestrator.evidence.jsonread import JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report.output import write_streamed
@@ -25,6 +25,7 @@ from orchestrator.report.summary import SummaryBuilder
 from orchestrator.runtime.collect import Collection, Finding
 from orchestrator.scenarios import list_scenarios
 from orchestrator.suite import OutputExists
+from orchestrator.treehash import TreeHashes, write_audit_record
 from orchestrator.verdict import collect_evidence, judge, normalize_native, read_rollout, result_skeleton
 
 log = structlog.get_logger(__name__)
@@ -44,9 +45,6 @@ _COPIED = (
     ATIF_NAME,
 )
 ROLLOUT_FORMATS = ("probe", "atif")
-
-
-MAX_SOURCE_FILES = 1_000_000
 
 
 class InputChanged(RuntimeError):
@@ -105,45 +103,6 @@ def find_episodes(source: Path) -> list[tuple[str, str, Path]]:
             ):
                 found.append((h.name, ep.name, ep))
     return found
-
-
-def _hash_tree(root: Path) -> dict[str, str]:
-    """sha256 of every regular file below root (links and special files are named, never followed or read)."""
-    digests: dict[str, str] = {}
-    # Plain strings and one lstat per entry: a 100,000-file episode is hashed twice per audit.
-    _hash_into(os.fspath(root), "", digests, str(root))
-    return dict(sorted(digests.items()))
-
-
-def _hash_into(folder: str, prefix: str, digests: dict[str, str], root: str) -> None:
-    with os.scandir(folder) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    subdirs = []
-    for entry in entries:
-        rel = prefix + entry.name
-        st = entry.stat(follow_symlinks=False)
-        if stat.S_ISDIR(st.st_mode):
-            subdirs.append((entry.path, rel))
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            digests[rel] = f"not-a-file:{stat.S_IFMT(st.st_mode):o}"
-            continue
-        if len(digests) >= MAX_SOURCE_FILES:
-            raise FormatError(root, [Fault("$", f"more than {MAX_SOURCE_FILES} files; not an audit source")])
-        if st.st_size > MAX_FILE_BYTES:
-            # Hashing it would read it whole; its size and time still show a change.
-            digests[rel] = f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
-            continue
-        h = hashlib.sha256()
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            while chunk := os.read(fd, 1 << 20):
-                h.update(chunk)
-        finally:
-            os.close(fd)
-        digests[rel] = h.hexdigest()
-    for path, rel in subdirs:
-        _hash_into(path, rel + "/", digests, root)
 
 
 def _copy(src: Path, dest: Path) -> Collection:
@@ -292,7 +251,22 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
     episodes = find_episodes(source)
     if not episodes:
         raise FormatError(str(source), [Fault("$", "no episodes found (expected <harness>/<scenario>/scenario.json)")])
-    before = _hash_tree(source)
+    before = TreeHashes(source)
+    try:
+        code = _audit_all(source, output, episodes, before, harness, rollout_format)
+    finally:
+        before.close()
+    return AuditResult(output, SavedResults([RunPaths(output).episode(h, s).result for h, s, _ in episodes]), code)
+
+
+def _audit_all(
+    source: Path,
+    output: Path,
+    episodes: list[tuple[str, str, Path]],
+    before: TreeHashes,
+    harness: Harness | None,
+    rollout_format: str,
+) -> int:
     suite = _suite(source, episodes)
     output.mkdir(parents=True)
     started = now_iso()
@@ -307,39 +281,35 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
                 )
             log.info("auditing", harness=h, scenario=s)
             builder.add(_audit_or_error(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format))
-        code = _finish(source, output, episodes, before, builder, harness, rollout_format, started)
+        return _finish(source, output, episodes, before, builder, harness, rollout_format, started)
     finally:
         builder.close()
-    return AuditResult(output, SavedResults([RunPaths(output).episode(h, s).result for h, s, _ in episodes]), code)
 
 
 def _finish(
     source: Path,
     output: Path,
     episodes: list[tuple[str, str, Path]],
-    before: dict[str, str],
+    before: TreeHashes,
     builder: SummaryBuilder,
     harness: Harness | None,
     rollout_format: str,
     started: str,
 ) -> int:
-    after = _hash_tree(source)
-    if before != after:
-        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    changed = before.changed()
+    if changed:
         raise InputChanged(f"input files changed during the audit: {', '.join(changed[:10])}")
     old_summary = source / "summary.json"
     if os.path.lexists(old_summary):
         full_suite = bool(load_json(old_summary, "probe-summary/v1")["full_suite"])
     else:
         full_suite = {s for _, s, _ in episodes} >= {s.name for s in list_scenarios()}
-    record = {
+    record: dict[str, Any] = {
         "schema": "audit/v1",
         "source": str(source.resolve()),
         "harness": harness.name if harness else None,
-        # Only files read are listed by hash; links and special files (never read) only guard against change.
-        "inputs": {k: v for k, v in before.items() if len(v) == 64},
+        "inputs": {},  # filled from the walk as it is written
         **({"rollout_format": rollout_format} if rollout_format != "probe" else {}),
     }
-    validate(record, "audit/v1", "audit.json")
-    write_json(output / "audit.json", record)
+    write_audit_record(output / "audit.json", record, before)
     return write_streamed(output, builder, full_suite=full_suite, started_at=started, finished_at=now_iso())
