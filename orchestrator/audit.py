@@ -54,11 +54,11 @@ class InputChanged(RuntimeError):
 class SavedResults(Sequence[dict[str, Any]]):
     """The audited episodes' scenario_result.json files, read when asked for: an audit of thousands holds none."""
 
-    def __init__(self, paths: list[Path]) -> None:
-        self._paths = paths
+    def __init__(self, run: RunPaths, episodes: list[tuple[str, str]]) -> None:
+        self._run, self._episodes = run, episodes
 
     def __len__(self) -> int:
-        return len(self._paths)
+        return len(self._episodes)
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -67,7 +67,7 @@ class SavedResults(Sequence[dict[str, Any]]):
     def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(i, slice):
             return [self[j] for j in range(len(self))[i]]
-        result: dict[str, Any] = load_json(self._paths[i], "scenario-result/v1")
+        result: dict[str, Any] = load_json(self._run.episode(*self._episodes[i]).result, "scenario-result/v1")
         return result
 
 
@@ -114,15 +114,16 @@ def _copy(src: Path, dest: Path) -> Collection:
     return copied
 
 
-def _suite(source: Path, episodes: list[tuple[str, str, Path]]) -> dict[str, Any]:
+def _suite(source: Path, episodes: list[tuple[str, str]]) -> dict[str, Any]:
     path = RunPaths(source).suite
     if os.path.lexists(path):
         suite: dict[str, Any] = load_json(path, "suite/v1")
         return suite
     # A bare collection of witness + rollout pairs: describe it as a run of its own.
-    harnesses = sorted({h for h, _, _ in episodes})
+    harnesses = sorted({h for h, _ in episodes})
     scenarios: dict[str, str] = {}
-    for _, s, ep in episodes:
+    for h, s in episodes:
+        ep = source / h / s
         try:
             scenarios.setdefault(s, hashlib.sha256(read_bytes(ep / "scenario.json")).hexdigest())
         except JsonFault as exc:
@@ -248,7 +249,8 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
         raise ValueError("--harness re-normalizes native logs; it cannot be combined with --rollout-format atif")
     if output.exists():
         raise OutputExists(f"output directory {output} already exists; choose a new one (results are never mixed)")
-    episodes = find_episodes(source)
+    # Names only: an episode's folder is source/harness/scenario, made again when needed (10,000 Paths add up).
+    episodes = [(h, s) for h, s, _ in find_episodes(source)]
     if not episodes:
         raise FormatError(str(source), [Fault("$", "no episodes found (expected <harness>/<scenario>/scenario.json)")])
     before = TreeHashes(source)
@@ -256,13 +258,13 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
         code = _audit_all(source, output, episodes, before, harness, rollout_format)
     finally:
         before.close()
-    return AuditResult(output, SavedResults([RunPaths(output).episode(h, s).result for h, s, _ in episodes]), code)
+    return AuditResult(output, SavedResults(RunPaths(output), episodes), code)
 
 
 def _audit_all(
     source: Path,
     output: Path,
-    episodes: list[tuple[str, str, Path]],
+    episodes: list[tuple[str, str]],
     before: TreeHashes,
     harness: Harness | None,
     rollout_format: str,
@@ -274,7 +276,8 @@ def _audit_all(
     # Each result goes to the summary's builder as its episode ends (the builder keeps it on disk, not in memory).
     builder = SummaryBuilder(output, suite)
     try:
-        for h, s, ep in episodes:
+        for h, s in episodes:
+            ep = source / h / s
             if harness is not None and harness.name != h:
                 log.warning(
                     "episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name
@@ -289,7 +292,7 @@ def _audit_all(
 def _finish(
     source: Path,
     output: Path,
-    episodes: list[tuple[str, str, Path]],
+    episodes: list[tuple[str, str]],
     before: TreeHashes,
     builder: SummaryBuilder,
     harness: Harness | None,
@@ -303,7 +306,7 @@ def _finish(
     if os.path.lexists(old_summary):
         full_suite = bool(load_json(old_summary, "probe-summary/v1")["full_suite"])
     else:
-        full_suite = {s for _, s, _ in episodes} >= {s.name for s in list_scenarios()}
+        full_suite = {s for _, s in episodes} >= {s.name for s in list_scenarios()}
     record: dict[str, Any] = {
         "schema": "audit/v1",
         "source": str(source.resolve()),

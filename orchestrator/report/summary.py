@@ -179,13 +179,14 @@ class SummaryBuilder:
     def header(self, full_suite: bool, started_at: str, finished_at: str) -> dict[str, Any]:
         """The summary with every harness's `scenarios` left empty (validated as such; each episode was at add)."""
         suite = self.suite
-        seen = {(h, s) for h, index in self._index.items() for s in index}
         if "episodes" in suite:
             expected = {(e["harness"], e["scenario"]) for e in suite["episodes"]}
         else:
             expected = {(h["name"], s["name"]) for h in suite["harnesses"] for s in suite["scenarios"]}
-        missing = [{"harness": h, "scenario": s} for h, s in sorted(expected - seen)]
-        errors = [] if seen or missing else ["no episode was run"]
+        missing = [{"harness": h, "scenario": s} for h, s in sorted(expected) if s not in self._index.get(h, {})]
+        del expected
+        episodes = sum(len(index) for index in self._index.values())
+        errors = [] if episodes or missing else ["no episode was run"]
         errors += [e for key in sorted(self._errors) for e in self._errors[key]]
         errors += [f"{m['harness']}/{m['scenario']}: no scenario_result (episode missing)" for m in missing]
         verdict = "error" if errors else "fail" if self._verdicts["fail"] else "pass"
@@ -199,7 +200,7 @@ class SummaryBuilder:
             "verdict": verdict,
             "exit_code": EXIT_CODES[verdict],
             "errors": errors,
-            "counts": {"episodes": len(seen), **self._verdicts},
+            "counts": {"episodes": episodes, **self._verdicts},
             "inputs": {
                 "suite_json": _sha256(self.paths.suite),
                 "files": dict(suite["inputs"]),
