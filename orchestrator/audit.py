@@ -6,9 +6,10 @@ import hashlib
 import os
 import stat
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import structlog
 
@@ -16,19 +17,20 @@ from orchestrator import __version__
 from orchestrator.atif import ATIF_NAME, read_atif_rollout
 from orchestrator.episode import now_iso, write_json
 from orchestrator.evidence import Fault, FormatError, load_json, validate
-from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes
+from orchestrator.evidence.jsonread import JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.paths import EpisodePaths, RunPaths
-from orchestrator.report import report_run
-from orchestrator.report.summary import compact_result
+from orchestrator.report.output import write_streamed
+from orchestrator.report.summary import SummaryBuilder
 from orchestrator.runtime.collect import Collection, Finding
 from orchestrator.scenarios import list_scenarios
 from orchestrator.suite import OutputExists
+from orchestrator.treehash import TreeHashes, write_audit_record
 from orchestrator.verdict import collect_evidence, judge, normalize_native, read_rollout, result_skeleton
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["AuditResult", "InputChanged", "audit", "find_episodes"]
+__all__ = ["AuditResult", "InputChanged", "SavedResults", "audit", "find_episodes"]
 
 # Evidence copied into the audit directory, so its summary hashes the same files the verdicts rest on.
 _COPIED = (
@@ -45,17 +47,34 @@ _COPIED = (
 ROLLOUT_FORMATS = ("probe", "atif")
 
 
-MAX_SOURCE_FILES = 1_000_000
-
-
 class InputChanged(RuntimeError):
     """A source file changed while the audit read it: its verdicts would rest on nothing fixed."""
+
+
+class SavedResults(Sequence[dict[str, Any]]):
+    """The audited episodes' scenario_result.json files, read when asked for: an audit of thousands holds none."""
+
+    def __init__(self, run: RunPaths, episodes: list[tuple[str, str]]) -> None:
+        self._run, self._episodes = run, episodes
+
+    def __len__(self) -> int:
+        return len(self._episodes)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self))[i]]
+        result: dict[str, Any] = load_json(self._run.episode(*self._episodes[i]).result, "scenario-result/v1")
+        return result
 
 
 @dataclass
 class AuditResult:
     output: Path
-    results: list[dict[str, Any]]
+    results: SavedResults
     exit_code: int
 
 
@@ -86,33 +105,6 @@ def find_episodes(source: Path) -> list[tuple[str, str, Path]]:
     return found
 
 
-def _hash_tree(root: Path) -> dict[str, str]:
-    """sha256 of every regular file below root (links and special files are named, never followed or read)."""
-    digests = {}
-    for folder, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        for name in [*sorted(filenames), *(d for d in dirnames if not _is(Path(folder) / d, stat.S_IFDIR))]:
-            path = Path(folder) / name
-            rel = path.relative_to(root).as_posix()
-            st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode):
-                digests[rel] = f"not-a-file:{stat.S_IFMT(st.st_mode):o}"
-                continue
-            if len(digests) >= MAX_SOURCE_FILES:
-                raise FormatError(str(root), [Fault("$", f"more than {MAX_SOURCE_FILES} files; not an audit source")])
-            if st.st_size > MAX_FILE_BYTES:
-                # Hashing it would read it whole; its size and time still show a change.
-                digests[rel] = f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
-                continue
-            h = hashlib.sha256()
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            with os.fdopen(fd, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-            digests[rel] = h.hexdigest()
-    return dict(sorted(digests.items()))
-
-
 def _copy(src: Path, dest: Path) -> Collection:
     """The evidence, copied as a run collects it: regular files and folders only, under the same caps."""
     dest.mkdir(parents=True)
@@ -122,15 +114,16 @@ def _copy(src: Path, dest: Path) -> Collection:
     return copied
 
 
-def _suite(source: Path, episodes: list[tuple[str, str, Path]]) -> dict[str, Any]:
+def _suite(source: Path, episodes: list[tuple[str, str]]) -> dict[str, Any]:
     path = RunPaths(source).suite
     if os.path.lexists(path):
         suite: dict[str, Any] = load_json(path, "suite/v1")
         return suite
     # A bare collection of witness + rollout pairs: describe it as a run of its own.
-    harnesses = sorted({h for h, _, _ in episodes})
+    harnesses = sorted({h for h, _ in episodes})
     scenarios: dict[str, str] = {}
-    for _, s, ep in episodes:
+    for h, s in episodes:
+        ep = source / h / s
         try:
             scenarios.setdefault(s, hashlib.sha256(read_bytes(ep / "scenario.json")).hexdigest())
         except JsonFault as exc:
@@ -256,40 +249,70 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
         raise ValueError("--harness re-normalizes native logs; it cannot be combined with --rollout-format atif")
     if output.exists():
         raise OutputExists(f"output directory {output} already exists; choose a new one (results are never mixed)")
-    episodes = find_episodes(source)
+    # Names only: an episode's folder is source/harness/scenario, made again when needed (10,000 Paths add up).
+    episodes = [(h, s) for h, s, _ in find_episodes(source)]
     if not episodes:
         raise FormatError(str(source), [Fault("$", "no episodes found (expected <harness>/<scenario>/scenario.json)")])
-    before = _hash_tree(source)
+    before = TreeHashes(source)
+    try:
+        code = _audit_all(source, output, episodes, before, harness, rollout_format)
+    finally:
+        before.close()
+    return AuditResult(output, SavedResults(RunPaths(output), episodes), code)
+
+
+def _audit_all(
+    source: Path,
+    output: Path,
+    episodes: list[tuple[str, str]],
+    before: TreeHashes,
+    harness: Harness | None,
+    rollout_format: str,
+) -> int:
     suite = _suite(source, episodes)
     output.mkdir(parents=True)
     started = now_iso()
     write_json(RunPaths(output).suite, suite)
-    results = []
-    shared: dict[str, Any] = {}  # identical check records across episodes, kept once (memory flat in episodes)
-    for h, s, ep in episodes:
-        if harness is not None and harness.name != h:
-            log.warning("episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name)
-        log.info("auditing", harness=h, scenario=s)
-        result = _audit_or_error(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format)
-        results.append(compact_result(result, shared))
-    after = _hash_tree(source)
-    if before != after:
-        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    # Each result goes to the summary's builder as its episode ends (the builder keeps it on disk, not in memory).
+    builder = SummaryBuilder(output, suite)
+    try:
+        for h, s in episodes:
+            ep = source / h / s
+            if harness is not None and harness.name != h:
+                log.warning(
+                    "episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name
+                )
+            log.info("auditing", harness=h, scenario=s)
+            builder.add(_audit_or_error(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format))
+        return _finish(source, output, episodes, before, builder, harness, rollout_format, started)
+    finally:
+        builder.close()
+
+
+def _finish(
+    source: Path,
+    output: Path,
+    episodes: list[tuple[str, str]],
+    before: TreeHashes,
+    builder: SummaryBuilder,
+    harness: Harness | None,
+    rollout_format: str,
+    started: str,
+) -> int:
+    changed = before.changed()
+    if changed:
         raise InputChanged(f"input files changed during the audit: {', '.join(changed[:10])}")
     old_summary = source / "summary.json"
     if os.path.lexists(old_summary):
         full_suite = bool(load_json(old_summary, "probe-summary/v1")["full_suite"])
     else:
-        full_suite = {s for _, s, _ in episodes} >= {s.name for s in list_scenarios()}
-    record = {
+        full_suite = {s for _, s in episodes} >= {s.name for s in list_scenarios()}
+    record: dict[str, Any] = {
         "schema": "audit/v1",
         "source": str(source.resolve()),
         "harness": harness.name if harness else None,
-        # Only files read are listed by hash; links and special files (never read) only guard against change.
-        "inputs": {k: v for k, v in before.items() if len(v) == 64},
+        "inputs": {},  # filled from the walk as it is written
         **({"rollout_format": rollout_format} if rollout_format != "probe" else {}),
     }
-    validate(record, "audit/v1", "audit.json")
-    write_json(output / "audit.json", record)
-    code = report_run(output, suite, results, full_suite=full_suite, started_at=started, finished_at=now_iso())
-    return AuditResult(output, results, code)
+    write_audit_record(output / "audit.json", record, before)
+    return write_streamed(output, builder, full_suite=full_suite, started_at=started, finished_at=now_iso())

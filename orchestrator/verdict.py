@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,9 @@ def collect_evidence(
 def _markers(folder: Path) -> dict[str, str]:
     # Only regular files, never through a link, each read up to a cap: an audited folder may hold anything.
     out = {}
-    for p in sorted(folder.iterdir())[:MAX_MARKERS]:
+    for name in sorted(os.listdir(folder))[:MAX_MARKERS]:
         try:
-            out[p.name] = read_bytes(p, MARKER_BYTES).decode(errors="replace")
+            out[name] = read_bytes(folder / name, MARKER_BYTES).decode(errors="replace")
         except (OSError, JsonFault):
             continue
     return out

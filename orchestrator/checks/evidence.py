@@ -139,6 +139,8 @@ class Evidence:
     markers: dict[str, str] = field(default_factory=dict)  # marker file name -> content, as collected
     execution: dict[str, Any] | None = None  # scenario_result's execution record: read only by process checks
     errors: dict[str, str] = field(default_factory=dict)  # input name -> why it is unavailable
+    # What checks derive from the inputs and share (the call join), kept with the inputs it was derived from.
+    derived: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def unavailable(self, name: str) -> str | None:
         if getattr(self, name) is None:

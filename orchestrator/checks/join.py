@@ -58,6 +58,17 @@ def join_calls(ev: Evidence) -> Join:
     attempt the wire saw before the attempt of the call recorded before it is out of order: that is a lie
     about order (swapped steps, swapped ids) even when every fact of every call is right.
     """
+    # Many checks read the join: it is made once per pair of inputs (a 100,000-call rollout joins in seconds).
+    cached = ev.derived.get("join")
+    if cached is not None and cached[0] is ev.rollout and cached[1] is ev.witness:
+        joined: Join = cached[2]
+        return joined
+    joined = _join(ev)
+    ev.derived["join"] = (ev.rollout, ev.witness, joined)
+    return joined
+
+
+def _join(ev: Evidence) -> Join:
     attempts = ev.w.attempts(None)
     index = {a["attempt_id"]: n for n, a in enumerate(attempts)}
     calls = model_calls(ev)

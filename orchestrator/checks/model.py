@@ -116,6 +116,7 @@ def run_checks(ev: Evidence, scope: Scope, checks: list[Check] | None = None) ->
 
 
 def _run_checks(ev: Evidence, scope: Scope, checks: list[Check] | None) -> list[CheckResult]:
+    ev.derived.clear()  # derived data is shared between the checks of one run only: inputs may change between runs
     results: dict[str, CheckResult] = {}
     for c in checks if checks is not None else list(REGISTRY.values()):
         res = CheckResult(c.id, str(c.kind), c.tier, list(c.evidence), c.location, Status.PASS)

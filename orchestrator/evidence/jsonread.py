@@ -11,6 +11,8 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from orchestrator.evidence.bulk import gc_paused
+
 __all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "JsonFault", "loads", "read_bytes", "read_json"]
 
 MAX_DEPTH = 128  # our own formats nest under 10 levels; harness logs a few dozen at most
@@ -20,6 +22,10 @@ MAX_FILE_BYTES = 256 * 1024 * 1024  # the collection byte cap: nothing collected
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+_PAIR = re.compile(rb"\[\]|\{\}")
+# Digits to "0", all else to " ": a run of more digits than an integer may have is then one substring test, in C.
+_DIGITS = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
+_LONG_RUN = b"0" * (MAX_INT_DIGITS + 1)
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
 
@@ -27,10 +33,23 @@ class JsonFault(ValueError):
     """A JSON text we refuse: not JSON, too deep, NaN/Infinity, a huge integer, a duplicate key, too large."""
 
 
-def _depth(raw: bytes) -> int:
-    # Brackets inside strings do not nest: escapes first, then strings, then all but brackets, all in C.
-    skeleton = _STRING.sub(b"", _ESCAPE.sub(b"", raw)).translate(None, _NOT_BRACKETS)
-    return max(accumulate(_STEP[c] for c in skeleton), default=0)
+def _skeleton(raw: bytes) -> bytes:
+    # What is outside strings: escapes first, then strings, all in C.
+    return _STRING.sub(b"", _ESCAPE.sub(b"", raw))
+
+
+def _depth(skeleton: bytes, limit: int = MAX_DEPTH) -> int:
+    """How deep brackets nest: within the limit, by peeling innermost pairs in C, one pass per level."""
+    brackets = skeleton.translate(None, _NOT_BRACKETS)
+    rest, level = brackets, 0
+    while rest and level <= limit:
+        peeled = _PAIR.sub(b"", rest)
+        if len(peeled) == len(rest):
+            break  # unbalanced: not JSON, but its depth is still measured exactly below
+        rest, level = peeled, level + 1
+    if not rest:
+        return level
+    return max(accumulate(_STEP[c] for c in brackets), default=0)
 
 
 def _no_constant(name: str) -> Any:
@@ -51,21 +70,29 @@ def _float(text: str) -> float:
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise JsonFault(f"duplicate key {key[:80]!r}")
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JsonFault(f"duplicate key {key[:80]!r}")
+            seen.add(key)
     return out
 
 
 def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     """Parse strict JSON; every refusal is a JsonFault with a reason, never a RecursionError or a hang."""
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    deepest = _depth(raw)
-    if deepest > max_depth:
-        raise JsonFault(f"nested {deepest} levels deep (more than {max_depth})")
+    # Nesting cannot be deeper than the number of opening brackets: most texts need no measuring.
+    if raw.count(b"[") + raw.count(b"{") > max_depth:
+        deepest = _depth(_skeleton(raw), max_depth)
+        if deepest > max_depth:
+            raise JsonFault(f"nested {deepest} levels deep (more than {max_depth})")
     try:
+        # Integers are checked by a hook only where a long enough digit run exists (the hook is the only cost
+        # per number that matters on large files); floats and constants are always checked, they are rare.
+        if _LONG_RUN not in raw.translate(_DIGITS):
+            return json.loads(raw, parse_constant=_no_constant, parse_float=_float, object_pairs_hook=_pairs)
         return json.loads(
             raw, parse_constant=_no_constant, parse_int=_int, parse_float=_float, object_pairs_hook=_pairs
         )
@@ -89,8 +116,12 @@ def read_bytes(path: Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
             raise JsonFault("is not a regular file")
         if st.st_size > max_bytes:
             raise JsonFault(f"is {st.st_size} bytes, more than the {max_bytes}-byte cap")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(max_bytes + 1)
+        # Plain reads, sized by fstat (the file may still grow: read on until the cap says no).
+        chunks, left = [], max_bytes + 1
+        while left > 0 and (piece := os.read(fd, min(left, max(st.st_size + 1, 1 << 16)))):
+            chunks.append(piece)
+            left -= len(piece)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)
     if len(data) > max_bytes:
@@ -101,6 +132,7 @@ def read_bytes(path: Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
 def read_json(path: Path, max_bytes: int = MAX_FILE_BYTES, max_depth: int = MAX_DEPTH) -> Any:
     """read_bytes + loads; faults name the file."""
     try:
-        return loads(read_bytes(path, max_bytes), max_depth)
+        with gc_paused():  # a large file is hundreds of thousands of dicts: no quadratic GC walks while parsed
+            return loads(read_bytes(path, max_bytes), max_depth)
     except JsonFault as exc:
         raise JsonFault(f"{path.name}: {exc}") from None

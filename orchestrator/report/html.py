@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from orchestrator.report.table import (
     LEGEND,
     SYMBOLS,
     Cell,
-    HarnessTable,
+    HarnessView,
+    Line,
     Row,
     clean,
     execution_text,
-    harness_tables,
+    joined,
+    pieces,
+    read_back,
+    row_cells,
     shorten,
+    views,
 )
 
-__all__ = ["render_html"]
+__all__ = ["html_chunks", "render_html"]
 
 _CLASS = {"pass": "pass", "fail": "fail", "not_applicable": "na", None: "none"}
 _STATUS_TEXT = {"pass": "pass", "fail": "fail", "not_applicable": "not applicable", None: "not run"}
@@ -99,7 +105,7 @@ def _badge(verdict: str) -> str:
     return f'<span class="badge {esc(verdict)}">{esc(verdict)}</span>'
 
 
-def _cell(row: Row, cell: Cell) -> str:
+def _cell(row: Row, cell: Cell, _i: int = 0) -> str:
     status = cell.status
     reasons = "".join(f"<li>{esc(r)}</li>" for r in cell.reasons)
     pop = (
@@ -118,18 +124,20 @@ def _cell(row: Row, cell: Cell) -> str:
     )
 
 
-def _check_table(t: HarnessTable) -> list[str]:
-    out = ['<table class="checks">', "<thead><tr><th>check</th><th>tier</th>"]
-    out += [f'<th class="scn"><code>{esc(s)}</code></th>' for s in t.scenarios]
-    out.append("</tr></thead><tbody>")
-    span = 2 + len(t.scenarios)
-    for g in t.groups:
-        out.append(f'<tr class="group"><th colspan="{span}">{esc(g.title)}</th></tr>')
-        for row in g.rows:
-            cells = "".join(_cell(row, c) for c in row.cells)
-            out.append(f"<tr><th><code>{esc(row.id)}</code></th><td>{esc(row.tier)}</td>{cells}</tr>")
-    out.append("</tbody></table>")
-    return out
+def _check_table(t: HarnessView) -> Iterator[Line]:
+    yield '<table class="checks">'
+    yield "<thead><tr><th>check</th><th>tier</th>"
+    yield from (f'<th class="scn"><code>{esc(s)}</code></th>' for s in t.scenarios())
+    yield "</tr></thead><tbody>"
+    span = 2 + t.count
+    cells = row_cells(t, _cell)
+    for title, rows in t.groups():
+        yield f'<tr class="group"><th colspan="{span}">{esc(title)}</th></tr>'
+        for row in rows:
+            yield pieces(
+                f"<tr><th><code>{esc(row.id)}</code></th><td>{esc(row.tier)}</td>", read_back(cells[row.id]), "</tr>"
+            )
+    yield "</tbody></table>"
 
 
 def _first_failure(episode: dict[str, Any]) -> str:
@@ -139,50 +147,59 @@ def _first_failure(episode: dict[str, Any]) -> str:
     return f"<code>{esc(ff['source'])}</code>: {esc(shorten(ff['reason'], 600))}"
 
 
-def _scenario_table(t: HarnessTable) -> list[str]:
-    out = [
+def _scenario_table(t: HarnessView) -> Iterator[Line]:
+    yield (
         '<table class="scenarios"><thead><tr><th>scenario</th><th>verdict</th><th>execution</th>'
         "<th>normalize</th><th>first failure</th></tr></thead><tbody>"
-    ]
-    for e in t.episodes:
+    )
+    for e in t.episodes():
         norm = e["normalize"]
         normalize = norm["status"] if norm["status"] != "error" else f"error: {shorten(norm['message'] or '')}"
-        out.append(
+        yield (
             f"<tr><td><code>{esc(e['scenario'])}</code></td><td>{_badge(e['verdict'])}</td>"
             f"<td>{esc(shorten(execution_text(e)))}</td><td>{esc(normalize)}</td>"
             f'<td class="reason">{_first_failure(e)}</td></tr>'
         )
-    out.append("</tbody></table>")
-    return out
+    yield "</tbody></table>"
 
 
-def render_html(summary: dict[str, Any]) -> str:
+def _body(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[Line]:
     ts = summary["timestamps"]
     legend = "".join(
         f'<span><span class="sym {_CLASS[status]}">{SYMBOLS[status]}</span>{esc(text)}</span>'
         for status, text in LEGEND
     )
-    body = [
-        "<h1>harness-probe report</h1>",
+    yield "<h1>harness-probe report</h1>"
+    yield (
         f'<p class="meta">run <b class="mono">{esc(summary["run_id"])}</b> · profile '
         f"<b>{esc(summary['profile'])}</b> · harness-probe {esc(summary['tool_version'])} · "
         f"started {esc(ts['started_at'])} · finished {esc(ts['finished_at'])} · full suite: "
-        f"<b>{'yes' if summary['full_suite'] else 'no'}</b></p>",
-        f"<p>verdict {_badge(summary['verdict'])} exit code <b>{summary['exit_code']}</b></p>",
-        f'<div class="legend">{legend}<span>click a cell for its reasons and location</span></div>',
-    ]
+        f"<b>{'yes' if summary['full_suite'] else 'no'}</b></p>"
+    )
+    yield f"<p>verdict {_badge(summary['verdict'])} exit code <b>{summary['exit_code']}</b></p>"
+    yield f'<div class="legend">{legend}<span>click a cell for its reasons and location</span></div>'
     if summary["errors"]:
-        body.append('<h2>Errors</h2><ul class="errors">')
-        body += [f"<li>{esc(err)}</li>" for err in summary["errors"]]
-        body.append("</ul>")
-    for t in harness_tables(summary):
-        body.append(f"<h2><code>{esc(t.name)}</code> {_badge(t.verdict)}</h2>")
-        body += _check_table(t)
-        body += _scenario_table(t)
-    return (
+        yield '<h2>Errors</h2><ul class="errors">'
+        yield from (f"<li>{esc(err)}</li>" for err in summary["errors"])
+        yield "</ul>"
+    for t in tables:
+        yield f"<h2><code>{esc(t.name)}</code> {_badge(t.verdict)}</h2>"
+        yield from _check_table(t)
+        yield from _scenario_table(t)
+
+
+def html_chunks(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[str]:
+    """report.html in pieces: `summary` for the run's header fields, `tables` for its harnesses."""
+    yield (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>harness-probe report {esc(summary['run_id'])}</title>"
-        f"<style>{_CSS}</style></head>\n<body>\n" + "\n".join(body) + f"\n<script>{_JS}</script>\n</body></html>\n"
+        f"<style>{_CSS}</style></head>\n<body>\n"
     )
+    yield from joined(_body(summary, tables))
+    yield f"\n<script>{_JS}</script>\n</body></html>\n"
+
+
+def render_html(summary: dict[str, Any]) -> str:
+    return "".join(html_chunks(summary, views(summary)))

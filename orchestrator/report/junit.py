@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from orchestrator.report.table import clean, execution_text, shorten
+from orchestrator.report.table import HarnessView, clean, execution_text, shorten, views
 
-__all__ = ["render_junit"]
+__all__ = ["junit_chunks", "render_junit"]
 
 _COUNTS = ("tests", "failures", "errors", "skipped")
 
@@ -62,40 +62,71 @@ def _check_case(suite: ET.Element, counts: dict[str, int], classname: str, check
         fail.text = _text("\n".join([*reasons, f"location: {check['location']}"]))
 
 
-def render_junit(summary: dict[str, Any]) -> bytes:
-    root = ET.Element("testsuites", {"name": "harness-probe"})
-    totals = dict.fromkeys(_COUNTS, 0)
-    suites: dict[str, tuple[ET.Element, dict[str, int]]] = {}
+def _tag(name: str, attrs: dict[str, str]) -> str:
+    # ElementTree's own escaping of attribute values, for a start tag written ahead of its children.
+    return ET.tostring(ET.Element(name, attrs), encoding="unicode").removesuffix(" />") + ">"
 
-    def suite_for(harness: str) -> tuple[ET.Element, dict[str, int]]:
-        if harness not in suites:
-            el = ET.SubElement(root, "testsuite", {"name": _text(harness)})
-            props = ET.SubElement(el, "properties")
-            for key in ("run_id", "profile", "tool_version"):
-                ET.SubElement(props, "property", {"name": key, "value": _text(str(summary[key]))})
-            suites[harness] = (el, dict.fromkeys(_COUNTS, 0))
-        return suites[harness]
 
-    for h in summary["harnesses"]:
-        suite, counts = suite_for(h["name"])
-        for e in h["scenarios"]:
-            classname = f"{h['name']}.{e['scenario']}"
-            _execution_case(suite, counts, classname, e)
-            for c in e["checks"]:
-                _check_case(suite, counts, classname, c)
-    for m in summary["missing"]:
-        suite, counts = suite_for(m["harness"])
-        case = _case(suite, counts, f"{m['harness']}.{m['scenario']}", "execution")
+def _child(el: ET.Element, level: int) -> str:
+    ET.indent(el, level=level)
+    el.tail = None
+    return ET.tostring(el, encoding="unicode")
+
+
+def _cases(t: HarnessView, missing: list[str], counts: dict[str, int]) -> Iterator[ET.Element]:
+    """The testcases of one harness in order: each episode's execution and checks, then its missing episodes."""
+    holder = ET.Element("testsuite")
+    for e in t.episodes():
+        classname = f"{t.name}.{e['scenario']}"
+        _execution_case(holder, counts, classname, e)
+        for c in e["checks"]:
+            _check_case(holder, counts, classname, c)
+        yield from holder
+        holder.clear()
+    for scenario in missing:
+        case = _case(holder, counts, f"{t.name}.{scenario}", "execution")
         counts["errors"] += 1
         ET.SubElement(case, "error", {"message": "no scenario_result: the episode is missing", "type": "execution"})
+        yield from holder
+        holder.clear()
 
-    for el, counts in suites.values():
-        for key in _COUNTS:
-            el.set(key, str(counts[key]))
-            totals[key] += counts[key]
-    for key in _COUNTS:
-        root.set(key, str(totals[key]))
-    ET.indent(root)
-    buf = io.BytesIO()
-    ET.ElementTree(root).write(buf, encoding="utf-8", xml_declaration=True)
-    return buf.getvalue() + b"\n"
+
+def junit_chunks(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[bytes]:
+    """junit.xml in pieces, as ElementTree would write the whole tree indented: each suite's counts are taken in a
+    first pass over its episodes, its cases written in a second."""
+    missing: dict[str, list[str]] = {}
+    for m in summary["missing"]:
+        missing.setdefault(m["harness"], []).append(m["scenario"])
+    by_name = {t.name: t for t in tables}
+    # Harnesses with episodes first (in order), then those only missing episodes, as they are first named.
+    suites = [*by_name, *(h for h in missing if h not in by_name)]
+    counted = {}
+    for name in suites:
+        t = by_name.get(name) or HarnessView(name, "", {}, 0, (), lambda: iter(()), lambda: iter(()))
+        counts = dict.fromkeys(_COUNTS, 0)
+        for _ in _cases(t, missing.get(name, []), counts):
+            pass
+        counted[name] = (t, counts)
+    totals = {k: sum(c[k] for _, c in counted.values()) for k in _COUNTS}
+    root = _tag("testsuites", {"name": "harness-probe", **{k: str(totals[k]) for k in _COUNTS}})
+    yield b"<?xml version='1.0' encoding='utf-8'?>\n"
+    if not suites:
+        yield (root.removesuffix(">") + " />\n").encode()
+        return
+    yield root.encode()
+    props = ET.Element("properties")
+    for key in ("run_id", "profile", "tool_version"):
+        ET.SubElement(props, "property", {"name": key, "value": _text(str(summary[key]))})
+    properties = _child(props, 2)
+    for name in suites:
+        t, counts = counted[name]
+        yield f"\n  {_tag('testsuite', {'name': _text(name), **{k: str(counts[k]) for k in _COUNTS}})}".encode()
+        yield f"\n    {properties}".encode()
+        for case in _cases(t, missing.get(name, []), dict.fromkeys(_COUNTS, 0)):
+            yield f"\n    {_child(case, 2)}".encode()
+        yield b"\n  </testsuite>"
+    yield b"\n</testsuites>\n"
+
+
+def render_junit(summary: dict[str, Any]) -> bytes:
+    return b"".join(junit_chunks(summary, views(summary)))

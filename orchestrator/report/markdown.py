@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from orchestrator.report.table import (
     LEGEND,
     SYMBOLS,
-    HarnessTable,
+    Cell,
+    HarnessView,
+    Line,
+    Row,
     clean,
     execution_text,
-    harness_tables,
+    joined,
+    pieces,
+    read_back,
+    row_cells,
     shorten,
+    views,
 )
 
-__all__ = ["render_markdown"]
+__all__ = ["markdown_chunks", "render_markdown"]
 
 # Backslash-escaping every character Markdown gives meaning to keeps harness output literal: no tables
 # broken by `|`, no emphasis, no links, and no raw HTML (`<script>`) for renderers that would pass it on.
@@ -36,18 +44,19 @@ def _verdict(verdict: str) -> str:
     return {"pass": "✓ pass", "fail": "✗ fail", "error": "error", "skipped": "skipped"}.get(verdict, verdict)
 
 
-def _check_table(t: HarnessTable) -> list[str]:
-    lines = [
-        "| check | tier | " + " | ".join(_code(s) for s in t.scenarios) + " |",
-        "| --- | --- | " + " | ".join(":---:" for _ in t.scenarios) + " |",
-    ]
-    blanks = " |" * len(t.scenarios)
-    for g in t.groups:
-        lines.append(f"| **{g.title}** | |{blanks}")
-        for row in g.rows:
-            cells = " | ".join(SYMBOLS[c.status] for c in row.cells)
-            lines.append(f"| {_code(row.id)} | {row.tier} | {cells} |")
-    return lines
+def _symbol(_row: Row, cell: Cell, i: int) -> str:
+    return f"{' | ' if i else ''}{SYMBOLS[cell.status]}"
+
+
+def _check_table(t: HarnessView) -> Iterator[Line]:
+    yield pieces("| check | tier | ", (f"{' | ' if i else ''}{_code(s)}" for i, s in enumerate(t.scenarios())), " |")
+    yield pieces("| --- | --- | ", (f"{' | ' if i else ''}:---:" for i in range(t.count)), " |")
+    blanks = " |" * t.count
+    cells = row_cells(t, _symbol)
+    for title, rows in t.groups():
+        yield f"| **{title}** | |{blanks}"
+        for row in rows:
+            yield pieces(f"| {_code(row.id)} | {row.tier} | ", read_back(cells[row.id]), " |")
 
 
 def _first_failure(episode: dict[str, Any]) -> str:
@@ -57,24 +66,21 @@ def _first_failure(episode: dict[str, Any]) -> str:
     return f"{_code(ff['source'])}: {md(ff['reason'])}"
 
 
-def _scenario_table(t: HarnessTable) -> list[str]:
-    lines = [
-        "| scenario | verdict | execution | normalize | first failure |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for e in t.episodes:
+def _scenario_table(t: HarnessView) -> Iterator[Line]:
+    yield "| scenario | verdict | execution | normalize | first failure |"
+    yield "| --- | --- | --- | --- | --- |"
+    for e in t.episodes():
         norm = e["normalize"]
         normalize = norm["status"] if norm["status"] != "error" else f"error: {md(norm['message'] or '')}"
-        lines.append(
+        yield (
             f"| {_code(e['scenario'])} | {_verdict(e['verdict'])} | {md(execution_text(e))} | "
             f"{normalize} | {_first_failure(e)} |"
         )
-    return lines
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
+def _lines(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[Line]:
     ts = summary["timestamps"]
-    lines = [
+    yield from [
         "# harness-probe report",
         "",
         f"- run: {_code(summary['run_id'])}, profile {_code(summary['profile'])}, "
@@ -87,9 +93,19 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "",
     ]
     if summary["errors"]:
-        lines += ["## Errors", ""] + [f"- {md(err, 1000)}" for err in summary["errors"]] + [""]
-    for t in harness_tables(summary):
-        lines += [f"## {md(t.name)}: {_verdict(t.verdict)}", ""]
-        lines += [*_check_table(t), ""]
-        lines += [*_scenario_table(t), ""]
-    return "\n".join(lines)
+        yield from ["## Errors", ""] + [f"- {md(err, 1000)}" for err in summary["errors"]] + [""]
+    for t in tables:
+        yield from [f"## {md(t.name)}: {_verdict(t.verdict)}", ""]
+        yield from _check_table(t)
+        yield ""
+        yield from _scenario_table(t)
+        yield ""
+
+
+def markdown_chunks(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[str]:
+    """report.md in pieces: `summary` for the run's header fields, `tables` for its harnesses."""
+    return joined(_lines(summary, tables))
+
+
+def render_markdown(summary: dict[str, Any]) -> str:
+    return "".join(markdown_chunks(summary, views(summary)))

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from orchestrator.evidence import validate
-from orchestrator.report.html import render_html
-from orchestrator.report.junit import render_junit
-from orchestrator.report.markdown import render_markdown
-from orchestrator.report.summary import SUMMARY_FORMAT, build_summary, summary_bytes
+from orchestrator.report.html import html_chunks, render_html
+from orchestrator.report.junit import junit_chunks, render_junit
+from orchestrator.report.markdown import markdown_chunks, render_markdown
+from orchestrator.report.summary import SUMMARY_FORMAT, SummaryBuilder, summary_bytes, summary_chunks
 
-__all__ = ["REPORT_FILES", "SUMMARY_FILE", "report_run", "write_reports"]
+__all__ = ["REPORT_FILES", "SUMMARY_FILE", "report_run", "write_reports", "write_streamed"]
 
 SUMMARY_FILE = "summary.json"
 REPORT_FILES = ("report.md", "report.html", "junit.xml")
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def _write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with tmp.open("wb") as f:
-            f.write(data)
+            for piece in [data] if isinstance(data, bytes) else data:
+                f.write(piece)
             f.flush()
             # On disk before the rename: after a crash the name points at whole content or at nothing.
             os.fsync(f.fileno())
@@ -30,6 +32,10 @@ def _write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _encoded(chunks: Iterable[str]) -> Iterator[bytes]:
+    return (c.encode() for c in chunks)
 
 
 def write_reports(run_dir: Path, summary: dict[str, Any]) -> None:
@@ -43,6 +49,20 @@ def write_reports(run_dir: Path, summary: dict[str, Any]) -> None:
     _write_atomic(run_dir / SUMMARY_FILE, summary_bytes(summary))
 
 
+def write_streamed(
+    run_dir: Path, builder: SummaryBuilder, *, full_suite: bool, started_at: str, finished_at: str
+) -> int:
+    """write_reports for episodes streamed into `builder`: each file written in pieces, never whole in memory."""
+    header = builder.header(full_suite, started_at, finished_at)
+    (run_dir / SUMMARY_FILE).unlink(missing_ok=True)
+    _write_atomic(run_dir / "report.md", _encoded(markdown_chunks(header, builder.views())))
+    _write_atomic(run_dir / "report.html", _encoded(html_chunks(header, builder.views())))
+    _write_atomic(run_dir / "junit.xml", junit_chunks(header, builder.views()))
+    _write_atomic(run_dir / SUMMARY_FILE, (c.encode("ascii") for c in summary_chunks(header, builder.views())))
+    code: int = header["exit_code"]
+    return code
+
+
 def report_run(
     run_dir: Path,
     suite: dict[str, Any],
@@ -53,7 +73,10 @@ def report_run(
     finished_at: str,
 ) -> int:
     """Build the summary, write every report (summary.json last), return the exit code the run ends with."""
-    summary = build_summary(run_dir, suite, results, full_suite, started_at, finished_at)
-    write_reports(run_dir, summary)
-    code: int = summary["exit_code"]
-    return code
+    builder = SummaryBuilder(run_dir, suite)
+    try:
+        for r in results:
+            builder.add(r)
+        return write_streamed(run_dir, builder, full_suite=full_suite, started_at=started_at, finished_at=finished_at)
+    finally:
+        builder.close()

@@ -10,7 +10,7 @@ from orchestrator.evidence import load_json
 from orchestrator.evidence.jsonread import read_json
 from orchestrator.report.markdown import _check_table, _scenario_table, md
 from orchestrator.report.results_notes import MATRIX_NOTES
-from orchestrator.report.table import LEGEND, SYMBOLS, harness_tables
+from orchestrator.report.table import LEGEND, SYMBOLS, joined, views
 
 __all__ = ["FINDINGS", "render_results"]
 
@@ -73,7 +73,7 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
     """The page for `harness` from the run in `run_dir`; `regenerate` is the command that rewrites it."""
     summary = load_json(run_dir / "summary.json", "probe-summary/v1")
     suite = load_json(run_dir / "suite.json", "suite/v1")
-    tables = [t for t in harness_tables(summary) if t.name == harness]
+    tables = [t for t in views(summary) if t.name == harness]
     if not tables:
         raise ValueError(f"the run in {run_dir} has no results for harness {harness!r}")
     t = tables[0]
@@ -96,7 +96,7 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
     ]
     failing: dict[str, list[str]] = {}
     example: dict[str, str] = {}
-    for e in t.episodes:
+    for e in t.episodes():
         for c in e["checks"]:
             if c["status"] == "fail" and not (c["reasons"] and c["reasons"][0].startswith("blocked")):
                 failing.setdefault(c["id"], []).append(e["scenario"])
@@ -109,7 +109,7 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
         if example[cid]:
             lines.append(f"  - for example, {md(example[cid], 240)}")
     blocked = sum(
-        1 for e in t.episodes for c in e["checks"] if c["status"] == "fail" and c["reasons"][0].startswith("blocked")
+        1 for e in t.episodes() for c in e["checks"] if c["status"] == "fail" and c["reasons"][0].startswith("blocked")
     )
     if blocked:
         lines.append(f"- and {blocked} check results blocked by these failures")
@@ -119,11 +119,11 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
         "",
         "Legend: " + ", ".join(f"{SYMBOLS[status]} {text}" for status, text in LEGEND),
         "",
-        *_check_table(t),
+        "".join(joined(_check_table(t))),
         "",
         "## Episodes",
         "",
-        *_scenario_table(t),
+        "".join(joined(_scenario_table(t))),
         "",
     ]
     return "\n".join(lines)

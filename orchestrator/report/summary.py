@@ -5,23 +5,29 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterable
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from orchestrator import __version__
 from orchestrator.checks import PROFILE
-from orchestrator.evidence import validate
+from orchestrator.evidence import FormatError, fragment_faults, validate
 from orchestrator.paths import RunPaths
+from orchestrator.report.table import HarnessView, Row, row_of, views
 
 __all__ = [
     "EVIDENCE_FILES",
     "EXIT_CODES",
     "SUMMARY_FORMAT",
     "TIMESTAMPS",
+    "SummaryBuilder",
     "build_summary",
-    "compact_result",
+    "episode_entry",
+    "result_errors",
     "summary_bytes",
+    "summary_chunks",
     "without_timestamps",
 ]
 
@@ -58,7 +64,8 @@ def _first_failure(result: dict[str, Any]) -> dict[str, str] | None:
     return {"source": failed[0]["id"], "reason": reasons[0] if reasons else "failed (no reason given)"}
 
 
-def _episode(paths: RunPaths, result: dict[str, Any]) -> dict[str, Any]:
+def episode_entry(paths: RunPaths, result: dict[str, Any]) -> dict[str, Any]:
+    """The summary's record of one episode."""
     root = paths.episode(result["harness"], result["scenario"]).root
     return {
         "scenario": result["scenario"],
@@ -68,8 +75,6 @@ def _episode(paths: RunPaths, result: dict[str, Any]) -> dict[str, Any]:
         "execution": dict(result["execution"]),
         "normalize": dict(result["normalize"]),
         "inputs_unavailable": dict(result.get("inputs_unavailable", {})),
-        # Shared, not copied: check records are never mutated after judging, and an audit of many episodes
-        # interns identical ones (`compact_result`), which a copy per episode would undo.
         "checks": list(result["checks"]),
         "first_failure": _first_failure(result),
         "evidence": {name: _sha256(root / name) for name in EVIDENCE_FILES},
@@ -77,44 +82,147 @@ def _episode(paths: RunPaths, result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def compact_result(result: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
-    """`result` with every check record replaced by an equal one shared through `table`.
-
-    Honest episodes have identical check records, so a run or audit of thousands keeps each distinct record once:
-    memory grows with what differs between episodes (their reasons), not with their number.
-    """
-    shared = []
-    for c in result["checks"]:
-        key = json.dumps(c, sort_keys=True)
-        shared.append(table.setdefault(key, c))
-    return {**result, "checks": shared}
-
-
 def _worst(verdicts: Iterable[str]) -> str:
     return max(verdicts, key=_SEVERITY.__getitem__, default="skipped")
 
 
-def _errors(suite: dict[str, Any], results: list[dict[str, Any]], missing: list[dict[str, str]]) -> list[str]:
+def result_errors(run_id: str, run_ids: set[str], r: dict[str, Any]) -> list[str]:
+    """What in one episode's result makes the run an error."""
     errors: list[str] = []
-    # A merged directory holds the episodes of the runs it names; any other run id is foreign evidence.
-    run_ids = {suite["run_id"]} | {m["run_id"] for m in suite.get("merged_from", [])}
-    if not results and not missing:
-        errors.append("no episode was run")
-    for r in results:
-        where = f"{r['harness']}/{r['scenario']}"
-        if r["run_id"] not in run_ids:
-            errors.append(f"{where}: run_id {r['run_id']!r} is not the suite's {suite['run_id']!r}")
-        if r["profile"] != PROFILE:
-            errors.append(f"{where}: checked against profile {r['profile']!r}, not {PROFILE!r}")
-        if r["verdict"] == "error":
-            reason = _first_failure(r)
-            errors.append(f"{where}: episode error: {reason['reason'] if reason else 'unknown'}")
-        for c in r["checks"]:
-            # A crashing check is recorded as its failure, but it is a bug of ours, not the harness's finding.
-            if any(reason.startswith(CHECKER_ERROR) for reason in c["reasons"]):
-                errors.append(f"{where}: {c['id']}: {CHECKER_ERROR} see its reasons")
-    errors.extend(f"{m['harness']}/{m['scenario']}: no scenario_result (episode missing)" for m in missing)
+    where = f"{r['harness']}/{r['scenario']}"
+    if r["run_id"] not in run_ids:
+        errors.append(f"{where}: run_id {r['run_id']!r} is not the suite's {run_id!r}")
+    if r["profile"] != PROFILE:
+        errors.append(f"{where}: checked against profile {r['profile']!r}, not {PROFILE!r}")
+    if r["verdict"] == "error":
+        reason = _first_failure(r)
+        errors.append(f"{where}: episode error: {reason['reason'] if reason else 'unknown'}")
+    for c in r["checks"]:
+        # A crashing check is recorded as its failure, but it is a bug of ours, not the harness's finding.
+        if any(reason.startswith(CHECKER_ERROR) for reason in c["reasons"]):
+            errors.append(f"{where}: {c['id']}: {CHECKER_ERROR} see its reasons")
     return errors
+
+
+class SummaryBuilder:
+    """summary.json's content built one episode at a time, each episode's record kept on disk until written.
+
+    In memory stay only what the header needs (counts, errors, verdicts, each harness's check rows) and an index
+    of where each episode's record lies in an unlinked spool file: memory is flat in the number of episodes.
+    Episodes may come in any order; they are read back sorted by name, so the same inputs give the same bytes.
+    """
+
+    def __init__(self, run_dir: Path, suite: dict[str, Any]) -> None:
+        validate(suite, "suite/v1", "suite.json")
+        self.run_dir, self.suite, self.paths = run_dir, suite, RunPaths(run_dir)
+        # A merged directory holds the episodes of the runs it names; any other run id is foreign evidence.
+        self._run_ids = {suite["run_id"]} | {m["run_id"] for m in suite.get("merged_from", [])}
+        self._spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close(); unlinked from the start)
+        self._index: dict[str, dict[str, tuple[int, int]]] = {}
+        self._errors: dict[tuple[str, str], list[str]] = {}
+        self._verdicts = dict.fromkeys(("pass", "fail", "error", "skipped"), 0)
+        self._worst: dict[str, str] = {}
+        self._rows: dict[str, dict[str, tuple[str, int, Row]]] = {}
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Take one episode's result; raises FormatError when it is not valid, ValueError when it is a repeat."""
+        validate(result, "scenario-result/v1", f"scenario_result of {result.get('harness')}/{result.get('scenario')}")
+        h, s = result["harness"], result["scenario"]
+        if s in self._index.get(h, {}):
+            raise ValueError(f"two scenario_results for {h}/{s}")
+        entry = episode_entry(self.paths, result)
+        found = fragment_faults(entry, SUMMARY_FORMAT, "/$defs/episode", f"$.harnesses[{h}].scenarios[{s}]")
+        if found:
+            raise FormatError("summary", found)
+        data = json.dumps(entry).encode("ascii")
+        offset = self._spool.seek(0, os.SEEK_END)
+        self._spool.write(data)
+        self._index.setdefault(h, {})[s] = (offset, len(data))
+        errors = result_errors(self.suite["run_id"], self._run_ids, result)
+        if errors:
+            self._errors[(h, s)] = errors
+        self._verdicts[result["verdict"]] += 1
+        self._worst[h] = _worst([self._worst.get(h, "skipped"), result["verdict"]])
+        # A harness's rows are its checks in the order of their first appearance, episodes taken by name.
+        rows = self._rows.setdefault(h, {})
+        for i, c in enumerate(result["checks"]):
+            first = rows.get(c["id"])
+            if first is None or (s, i) < first[:2]:
+                rows[c["id"]] = (s, i, row_of(c))
+
+    def _episodes(self, harness: str) -> Iterator[dict[str, Any]]:
+        index = self._index[harness]
+        for s in sorted(index):
+            offset, length = index[s]
+            self._spool.seek(offset)
+            entry: dict[str, Any] = json.loads(self._spool.read(length))
+            yield entry
+
+    def views(self) -> list[HarnessView]:
+        options = {h["name"]: dict(h["options"]) for h in self.suite["harnesses"]}
+        out = []
+        for h in sorted(self._index):
+            rows = tuple(r for _, _, r in sorted(self._rows[h].values(), key=lambda v: (v[0], v[1])))
+            out.append(
+                HarnessView(
+                    h,
+                    self._worst[h],
+                    options.get(h, {}),
+                    len(self._index[h]),
+                    rows,
+                    lambda h=h: iter(sorted(self._index[h])),  # type: ignore[misc]
+                    lambda h=h: self._episodes(h),  # type: ignore[misc]
+                )
+            )
+        return out
+
+    def header(self, full_suite: bool, started_at: str, finished_at: str) -> dict[str, Any]:
+        """The summary with every harness's `scenarios` left empty (validated as such; each episode was at add)."""
+        suite = self.suite
+        if "episodes" in suite:
+            expected = {(e["harness"], e["scenario"]) for e in suite["episodes"]}
+        else:
+            expected = {(h["name"], s["name"]) for h in suite["harnesses"] for s in suite["scenarios"]}
+        missing = [{"harness": h, "scenario": s} for h, s in sorted(expected) if s not in self._index.get(h, {})]
+        del expected
+        episodes = sum(len(index) for index in self._index.values())
+        errors = [] if episodes or missing else ["no episode was run"]
+        errors += [e for key in sorted(self._errors) for e in self._errors[key]]
+        errors += [f"{m['harness']}/{m['scenario']}: no scenario_result (episode missing)" for m in missing]
+        verdict = "error" if errors else "fail" if self._verdicts["fail"] else "pass"
+        summary: dict[str, Any] = {
+            "schema": SUMMARY_FORMAT,
+            "profile": PROFILE,
+            "run_id": suite["run_id"],
+            "tool_version": __version__,
+            "full_suite": full_suite,
+            TIMESTAMPS: {"started_at": started_at, "finished_at": finished_at},
+            "verdict": verdict,
+            "exit_code": EXIT_CODES[verdict],
+            "errors": errors,
+            "counts": {"episodes": episodes, **self._verdicts},
+            "inputs": {
+                "suite_json": _sha256(self.paths.suite),
+                "files": dict(suite["inputs"]),
+                "images": copy.deepcopy(suite["images"]),
+            },
+            "missing": missing,
+            "harnesses": [
+                {"name": v.name, "options": v.options, "verdict": v.verdict, "scenarios": []} for v in self.views()
+            ],
+        }
+        validate(summary, SUMMARY_FORMAT, "summary")
+        return summary
+
+    def summary(self, full_suite: bool, started_at: str, finished_at: str) -> dict[str, Any]:
+        """The whole summary in memory (for small runs and tests; the reports stream from header() and views())."""
+        out = self.header(full_suite, started_at, finished_at)
+        for h in out["harnesses"]:
+            h["scenarios"] = list(self._episodes(h["name"]))
+        return out
+
+    def close(self) -> None:
+        self._spool.close()
 
 
 def build_summary(
@@ -129,73 +237,55 @@ def build_summary(
 
     Raises FormatError when suite or a result is not valid, ValueError when an episode appears twice.
     """
-    validate(suite, "suite/v1", "suite.json")
-    for r in results:
-        validate(r, "scenario-result/v1", f"scenario_result of {r.get('harness')}/{r.get('scenario')}")
-    # Sorted by name, never by run order: the same inputs give the same bytes whatever order they came in.
-    ordered = sorted(results, key=lambda r: (r["harness"], r["scenario"]))
-    seen: set[tuple[str, str]] = set()
-    for r in ordered:
-        key = (r["harness"], r["scenario"])
-        if key in seen:
-            raise ValueError(f"two scenario_results for {key[0]}/{key[1]}")
-        seen.add(key)
-    if "episodes" in suite:
-        expected = {(e["harness"], e["scenario"]) for e in suite["episodes"]}
-    else:
-        expected = {(h["name"], s["name"]) for h in suite["harnesses"] for s in suite["scenarios"]}
-    missing = [{"harness": h, "scenario": s} for h, s in sorted(expected - seen)]
-    options = {h["name"]: dict(h["options"]) for h in suite["harnesses"]}
+    builder = SummaryBuilder(run_dir, suite)
+    try:
+        for r in results:
+            builder.add(r)
+        return builder.summary(full_suite, started_at, finished_at)
+    finally:
+        builder.close()
 
-    paths = RunPaths(run_dir)
-    harnesses: list[dict[str, Any]] = []
-    for r in ordered:
-        if not harnesses or harnesses[-1]["name"] != r["harness"]:
-            harnesses.append(
-                {
-                    "name": r["harness"],
-                    "options": options.get(r["harness"], {}),
-                    "verdict": "",
-                    "scenarios": [],
-                }
-            )
-        harnesses[-1]["scenarios"].append(_episode(paths, r))
-    for h in harnesses:
-        h["verdict"] = _worst(e["verdict"] for e in h["scenarios"])
 
-    errors = _errors(suite, ordered, missing)
-    verdicts = [r["verdict"] for r in ordered]
-    verdict = "error" if errors else "fail" if "fail" in verdicts else "pass"
-    summary: dict[str, Any] = {
-        "schema": SUMMARY_FORMAT,
-        "profile": PROFILE,
-        "run_id": suite["run_id"],
-        "tool_version": __version__,
-        "full_suite": full_suite,
-        TIMESTAMPS: {"started_at": started_at, "finished_at": finished_at},
-        "verdict": verdict,
-        "exit_code": EXIT_CODES[verdict],
-        "errors": errors,
-        "counts": {
-            "episodes": len(ordered),
-            **{v: verdicts.count(v) for v in ("pass", "fail", "error", "skipped")},
-        },
-        "inputs": {
-            "suite_json": _sha256(paths.suite),
-            "files": dict(suite["inputs"]),
-            "images": copy.deepcopy(suite["images"]),
-        },
-        "missing": missing,
-        "harnesses": harnesses,
-    }
-    validate(summary, SUMMARY_FORMAT, "summary")
-    return summary
+def _dump(value: Any, level: int) -> str:
+    # json.dumps(indent=2) of a value nested `level` deep: its own lines shifted right (no raw newline in JSON text).
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=True).replace("\n", "\n" + "  " * level)
+
+
+def _array(items: Iterator[Iterator[str]], level: int) -> Iterator[str]:
+    """A JSON array at `level` as json.dumps(indent=2) writes it, its items given as pieces."""
+    pad = "\n" + "  " * (level + 1)
+    first = True
+    for item in items:
+        yield ("[" if first else ",") + pad
+        yield from item
+        first = False
+    yield "[]" if first else "\n" + "  " * level + "]"
+
+
+_HOLE = "@@scenarios-or-harnesses@@"
+
+
+def summary_chunks(header: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[str]:
+    """summary.json in pieces, byte for byte what summary_bytes gives for the same content."""
+    top = _dump({**header, "harnesses": _HOLE}, 0)
+    before, _, after = top.partition(json.dumps(_HOLE))
+    yield before
+
+    def harness(t: HarnessView) -> Iterator[str]:
+        text = _dump({"name": t.name, "options": t.options, "verdict": t.verdict, "scenarios": _HOLE}, 2)
+        head, _, tail = text.partition(json.dumps(_HOLE))
+        yield head
+        yield from _array((iter((_dump(e, 4),)) for e in t.episodes()), 3)
+        yield tail
+
+    yield from _array((harness(t) for t in tables), 1)
+    yield after + "\n"
 
 
 def summary_bytes(summary: dict[str, Any]) -> bytes:
     """The exact bytes of summary.json: sorted keys and ASCII only, so equal content means equal bytes."""
     # ensure_ascii also keeps lone surrogates from harness output encodable.
-    return (json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+    return "".join(summary_chunks(summary, views(summary))).encode("ascii")
 
 
 def without_timestamps(summary: dict[str, Any]) -> dict[str, Any]:

@@ -1,23 +1,32 @@
-"""The check x scenario grid of one harness, shared by the Markdown and HTML reports so both agree."""
+"""The check x scenario grid of each harness, shared by the Markdown and HTML reports so both agree."""
 
 from __future__ import annotations
 
 import re
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 __all__ = [
     "GROUPS",
     "LEGEND",
     "SYMBOLS",
     "Cell",
-    "Group",
-    "HarnessTable",
+    "CellText",
+    "HarnessView",
+    "Line",
     "Row",
     "clean",
     "execution_text",
-    "harness_tables",
+    "joined",
+    "pieces",
+    "read_back",
+    "row_cells",
+    "row_of",
     "shorten",
+    "view_of",
+    "views",
 ]
 
 # Process rows judge how the harness process ended, kept apart from the artifact checks above them.
@@ -61,68 +70,121 @@ class Cell:
 
 @dataclass(frozen=True)
 class Row:
+    """One check row: the check as the first episode (in scenario order) that ran it lists it."""
+
     id: str
     kind: str
     tier: str
     evidence: tuple[str, ...]
-    cells: tuple[Cell, ...]
+    location: str  # shown for an episode that has no result for the check
 
 
 @dataclass(frozen=True)
-class Group:
-    kind: str
-    title: str
-    rows: tuple[Row, ...]
+class HarnessView:
+    """One harness's episodes as every report reads them: in scenario order, read again for each use.
 
+    The episodes may live on disk (a streamed audit of thousands) or in a summary dict: reports never hold
+    more than one episode, one row of cells in progress, and the rows' definitions.
+    """
 
-@dataclass(frozen=True)
-class HarnessTable:
     name: str
     verdict: str
-    scenarios: tuple[str, ...]
-    groups: tuple[Group, ...]
-    episodes: tuple[dict[str, Any], ...]
+    options: dict[str, str]
+    count: int
+    rows: tuple[Row, ...]
+    scenarios: Callable[[], Iterator[str]]
+    episodes: Callable[[], Iterator[dict[str, Any]]]
+
+    def groups(self) -> list[tuple[str, tuple[Row, ...]]]:
+        """(title, rows) per kind in GROUPS order, kinds without rows left out."""
+        out = []
+        for kind, title in GROUPS:
+            rows = tuple(r for r in self.rows if r.kind == kind)
+            if rows:
+                out.append((title, rows))
+        return out
 
 
-def _table(harness: dict[str, Any]) -> HarnessTable:
-    episodes = harness["scenarios"]
-    # Rows in the profile's order, as the first episode that ran a check lists it.
-    defs: dict[str, dict[str, Any]] = {}
+def row_of(check: dict[str, Any]) -> Row:
+    return Row(check["id"], check["kind"], check["tier"], tuple(check["evidence"]), check["location"])
+
+
+def view_of(harness: dict[str, Any]) -> HarnessView:
+    """The view of one harness of a summary dict."""
+    episodes: list[dict[str, Any]] = harness["scenarios"]
+    defs: dict[str, Row] = {}
     for e in episodes:
         for c in e["checks"]:
-            defs.setdefault(c["id"], c)
-    by_episode = [{c["id"]: c for c in e["checks"]} for e in episodes]
-    groups = []
-    for kind, title in GROUPS:
-        rows = []
-        for cid, d in defs.items():
-            if d["kind"] != kind:
-                continue
-            cells = []
-            for e, found in zip(episodes, by_episode, strict=True):
-                c = found.get(cid)
-                cells.append(
-                    Cell(
-                        e["scenario"],
-                        c["status"] if c else None,
-                        tuple(c["reasons"]) if c else (),
-                        c["location"] if c else d["location"],
-                    )
-                )
-            rows.append(Row(cid, kind, d["tier"], tuple(d["evidence"]), tuple(cells)))
-        if rows:
-            groups.append(Group(kind, title, tuple(rows)))
-    return HarnessTable(
+            if c["id"] not in defs:
+                defs[c["id"]] = row_of(c)
+    return HarnessView(
         harness["name"],
         harness["verdict"],
-        tuple(e["scenario"] for e in episodes),
-        tuple(groups),
-        tuple(episodes),
+        harness["options"],
+        len(episodes),
+        tuple(defs.values()),
+        lambda: (e["scenario"] for e in episodes),
+        lambda: iter(episodes),
     )
 
 
-def harness_tables(summary: dict[str, Any]) -> list[HarnessTable]:
-    return [_table(h) for h in summary["harnesses"]]
+def views(summary: dict[str, Any]) -> list[HarnessView]:
+    return [view_of(h) for h in summary["harnesses"]]
+
+
+CellText = Callable[[Row, Cell, int], str]
+
+
+def row_cells(view: HarnessView, render: CellText) -> dict[str, IO[str]]:
+    """Every row's rendered cells, episode by episode in one pass; each row's text kept in a file past 64 KiB.
+
+    `render(row, cell, i)` renders the cell of the i-th episode.
+    """
+    # Each is closed by read_back once its row is written out.
+    out: dict[str, IO[str]] = {
+        r.id: tempfile.SpooledTemporaryFile(1 << 16, "w+", encoding="utf-8")  # noqa: SIM115
+        for r in view.rows
+    }
+    for i, e in enumerate(view.episodes()):
+        found = {c["id"]: c for c in e["checks"]}
+        for row in view.rows:
+            c = found.get(row.id)
+            cell = Cell(
+                e["scenario"],
+                c["status"] if c else None,
+                tuple(c["reasons"]) if c else (),
+                c["location"] if c else row.location,
+            )
+            out[row.id].write(render(row, cell, i))
+    return out
+
+
+Line = str | Iterator[str]  # a line, or a long one in pieces
+
+
+def joined(lines: Iterable[Line]) -> Iterator[str]:
+    """The lines joined by newlines, as "\\n".join would, without ever holding a whole long line."""
+    for n, line in enumerate(lines):
+        if n:
+            yield "\n"
+        if isinstance(line, str):
+            yield line
+        else:
+            yield from line
+
+
+def pieces(head: str, middle: Iterable[str], tail: str) -> Iterator[str]:
+    yield head
+    yield from middle
+    yield tail
+
+
+def read_back(buf: IO[str]) -> Iterator[str]:
+    """A row's text, in pieces, and the buffer closed."""
+    with buf:
+        buf.seek(0)
+        while piece := buf.read(1 << 16):
+            yield piece
 
 
 def execution_text(episode: dict[str, Any]) -> str:

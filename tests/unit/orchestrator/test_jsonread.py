@@ -67,3 +67,26 @@ def test_files_are_read_without_links_fifos_or_without_bound(tmp_path: Path) -> 
             read_json(tmp_path / name)
     with pytest.raises(FileNotFoundError):
         read_bytes(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"n": ' + "9" * 40 + "}",  # the longest integer allowed, read without the integer hook
+        '{"n": 1.' + "5" * 60 + "}",  # a long float takes the hooked path and still reads
+        '{"x": 1e99, "y": -2.5E-12, "z": 3}',
+        '["NaN", "Infinity", "1e999", "' + "7" * 60 + '"]',  # the refused texts inside strings are only text
+        '{"a": {"b": [[[[1]]]]}, "c": []}',
+    ],
+)
+def test_fast_and_hooked_reads_agree(text: str) -> None:
+    import json
+
+    assert loads(text) == json.loads(text)
+
+
+def test_a_long_integer_is_refused_wherever_it_is() -> None:
+    with pytest.raises(JsonFault, match="integer of 41 digits"):
+        loads('{"ok": "' + "1" * 50 + '", "n": [' + "1" * 41 + "]}")
+    with pytest.raises(JsonFault, match="overflows"):
+        loads('{"s": "' + "1" * 50 + '", "f": 1e999}')
