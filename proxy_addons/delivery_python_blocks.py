@@ -1,4 +1,4 @@
-"""Python-block delivery (SciCode): a scripted step as a reply carrying one fenced python block, executed later or never.
+"""Python-block delivery (SciCode): a scripted step as a reply carrying a fenced python block, run later or never.
 
 SciCode advertises no tools. For each sub-step it sends one fresh prompt (the step's description, the code it kept
 from the earlier sub-steps and the next function header) and keeps the first python block of the reply, with its
