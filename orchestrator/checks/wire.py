@@ -171,7 +171,7 @@ def _text(content: Any) -> str | None:
     location="$.invocations[*].conversation[?(@.role=='tool')].content",
     needs=("rollout", "witness"),
     depends_on=("history.rebuildable", "witness.results_seen"),
-    scope=("tools",),
+    scope=("tools", "tool_results"),
 )
 def history_witness_results(ev: Evidence) -> list[str]:
     """Each tool result in the recorded history is what the model saw on the wire as that call's result.
