@@ -23,6 +23,9 @@ __all__ = ["normalize_output"]
 
 VARIANTS = ("without_background", "with_background")
 _PROMPT = re.compile(r"^(?P<problem>[^.]+)\.(?P<step>\d+)\.txt$")
+_LOG = re.compile(r"^(?P<problem>[^.]+)\.(?P<step>\d+)_(?P<sample>\d+)\.txt$")
+# How SciCode's scoring run of a sub-step's code ended (its logs/ files) -> the tool call's status.
+_STATUS = {"pass": "succeeded", "fail": "failed", "time out": "failed"}
 _CODE = re.compile(r"^(?P<problem>[^.]+)\.(?P<step>\d+)_(?P<sample>\d+)\.py$")
 
 _GAPS: list[dict[str, Any]] = [
@@ -47,19 +50,30 @@ _GAPS: list[dict[str, Any]] = [
     {
         "code": "history.replies_unrecorded",
         "detail": "SciCode keeps the python block it extracted from each reply (import lines stripped, in the "
-        "sub-step's code file), not the reply; the system prompt it sends is not written either",
+        "sub-step's code file), not the reply; nor the system prompt it sends. Every sub-step is a fresh "
+        "conversation: the invocation's history is the last prompt, all prompts are in extensions.prompts",
     },
     {
-        "code": "tool_calls.unrecorded",
-        "detail": "SciCode has no tools: a step is a python block, run only in its scoring phase after the last "
-        "call, as part of the sub-step's accumulated code; it records whether that run passed, not a call",
+        "code": "tool_calls.ids_harness_minted",
+        "detail": "SciCode has no tools and the wire carries no call id: a tool call here is SciCode's scoring run "
+        "of one sub-step's code, named <problem>.<step> by SciCode",
         "labels": ["E5"],
+    },
+    {
+        "code": "tool_calls.accumulated_runs",
+        "detail": "SciCode runs each sub-step's code after the last model call, together with every earlier "
+        "sub-step's code (so a block runs once per later sub-step too), the final answer's block included; "
+        "it records pass/fail per run and no exit code",
+    },
+    {
+        "code": "tool_calls.output_unrecorded",
+        "detail": "SciCode captures what a run printed and keeps none of it (a failing run's output goes to its "
+        "console only)",
     },
     {
         "code": "outcome.unrecorded",
         "detail": "SciCode has no final answer and records no terminal error (a sub-step whose attempts all failed "
-        "gets an empty block and the run goes on): a run ends when the problem's last sub-step has its code, and "
-        "its only outcome is the score file",
+        "gets an empty block and the run goes on); its only outcome is the score file, written at the very end",
     },
 ]
 
@@ -96,45 +110,53 @@ def normalize_output(out: Path, harness: str) -> dict[str, Any]:
     model, variant = prompts_dir.parent.name, prompts_dir.name
     prompts = _numbered(prompts_dir, _PROMPT)
     codes = _numbered(out / "generated_code" / model / variant, _CODE)
-    logs = {
-        k: _read(p)
-        for k, p in _numbered(
-            out / "logs" / model / variant, re.compile(r"^(?P<problem>[^.]+)\.(?P<step>\d+)_(?P<sample>\d+)\.txt$")
-        ).items()
-    }
-    calls, steps, invocations = [], [], []
-    for n, key in enumerate(sorted(prompts, key=lambda k: (k[0], k[1])), start=1):
-        problem, step = key
-        inv = f"{problem}.{step}"
-        call = {
-            "model_call_id": inv,
-            "started_at": None,
-            "completed_at": None,
-            "protocol": "chat",
-            "status_code": None,
-            "response_id": None,
-            "finish_reason": None,
-            "error_category": None,
-            "token_stats": {"prompt": None, "completion": None, "reasoning": None, "total": None, "cached": None},
-            "invocation_id": inv,
-        }
-        calls.append(call)
-        steps.append({"step_no": n, "invocation_id": inv, "timestamp": None, "model_call_refs": [inv]})
-        # Each sub-step is a fresh conversation: the one prompt SciCode sent for it.
-        invocations.append(
+    logs = {k: _read(p) for k, p in _numbered(out / "logs" / model / variant, _LOG).items()}
+    root = min(prompts)[0] if prompts else "scicode"
+    calls, steps, tools = [], [], []
+    for n, key in enumerate(sorted(prompts), start=1):
+        cid = f"{key[0]}.{key[1]}"
+        calls.append(
             {
-                "invocation_id": inv,
-                "parent_invocation_id": None,
-                "model_call_refs": [inv],
-                "conversation": [{"role": "user", "content": _read(prompts[key])}],
+                "model_call_id": cid,
+                "started_at": None,
+                "completed_at": None,
+                "protocol": "chat",
+                "status_code": None,
+                "response_id": None,
+                "finish_reason": None,
+                "error_category": None,
+                "token_stats": {"prompt": None, "completion": None, "reasoning": None, "total": None, "cached": None},
+                "invocation_id": root,
             }
         )
+        steps.append({"step_no": n, "invocation_id": root, "timestamp": None, "model_call_refs": [cid]})
+        result = logs.get(key)
+        if key in codes and result is not None:
+            tools.append(
+                {
+                    "tool_call_id": cid,
+                    "tool_name": "python",
+                    "arguments": {"code": _read(codes[key])},
+                    "status": _STATUS.get(result.strip()),
+                    "exit_code": None,
+                    "output": None,
+                    "invocation_id": root,
+                    "step_no": n,
+                }
+            )
+    last = _read(prompts[max(prompts)]) if prompts else None
+    invocations = [
+        {
+            "invocation_id": root,
+            "parent_invocation_id": None,
+            "model_call_refs": [c["model_call_id"] for c in calls],
+            "conversation": [] if last is None else [{"role": "user", "content": last}],
+        }
+    ]
     scores_path = out / f"{model}_{variant}.json"
     scores = None
     with contextlib.suppress(OSError, ValueError):
         scores = json.loads(scores_path.read_text())
-    # SciCode writes its scores last, after generating and running every sub-step: the run got to its end.
-    status = "completed" if isinstance(scores, dict) else "unknown"
     return {
         "schema": "probe-rollout/v1",
         "harness": {"name": harness, "version": None},
@@ -143,13 +165,13 @@ def normalize_output(out: Path, harness: str) -> dict[str, Any]:
         "model_calls": calls,
         "invocations": invocations,
         "steps": steps,
-        "tool_calls": [],
-        "outcome": {"final_answer": None, "status": status, "failure_kind": None, "failure_reason": None},
+        "tool_calls": tools,
+        "outcome": {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None},
         "gaps": [dict(g) for g in _GAPS],
         "extensions": {
             "scicode_model": model,
             "scicode_variant": variant,
-            "code_files": {f"{p}.{s}": _read(f) for (p, s), f in sorted(codes.items())},
+            "prompts": {f"{p}.{s}": _read(f) for (p, s), f in sorted(prompts.items())},
             "run_results": {f"{p}.{s}": (r or "").strip() for (p, s), r in sorted(logs.items())},
             "scores": scores,
         },
