@@ -5,7 +5,8 @@ from the earlier sub-steps and the next function header) and keeps the first pyt
 import lines stripped. It runs nothing while it talks to the model: only its scoring phase, after the last
 request, executes each sub-step's accumulated code with `python`. So a scripted tool step becomes a block whose
 code writes each call's marker and prints its token (through `__import__`, since SciCode drops import lines),
-ending with the step's non-zero exit code if it has one; no result ever comes back, so none is expected, and the
+and gives the process the step's non-zero exit code, if it has one, for when it ends (SciCode runs each sub-step's
+code after all earlier sub-steps' code, in one script); no result ever comes back, so none is expected, and the
 markers are checked once the harness has stopped. The final answer is a block printing it, after the answer as
 text: SciCode keeps only the block.
 """
@@ -67,7 +68,9 @@ class PythonBlockDelivery:
         code = "".join(str(c.arguments["code"]) for c in calls)
         failing = [c.exit_code for c in calls if c.exit_code != 0]
         if failing:
-            code += f"raise SystemExit({failing[-1]})\n"
+            # Not `raise SystemExit`: SciCode runs every later sub-step's code after this block, in one script,
+            # which an early exit would cut short. The status is the process's, set for when it ends.
+            code += f'__import__("atexit").register(__import__("os")._exit, {failing[-1]})\n'
         return Played(_reply("running the requested commands.", code), calls, None)
 
     def delivered(self, played: Played) -> None:

@@ -77,14 +77,29 @@ def test_a_block_never_run_leaves_its_markers_missing(make_provider: MakeProvide
     assert len(markers) == 2 and not any(m["present"] for m in markers)
 
 
-def test_a_failing_step_exits_with_its_code_and_the_token_is_never_whole_in_the_code(tmp_path: Path) -> None:
+def test_a_block_writes_its_marker_and_the_token_is_never_whole_in_the_code(tmp_path: Path) -> None:
     token = "probe_0123abcd"
     code = python_block_code(str(tmp_path / "m"), "call_1", token)
     assert token not in code
     assert _IMPORT.sub("", code) == code  # survives SciCode's import stripping
-    ran = run_code(code + "raise SystemExit(3)\n")
-    assert (ran.returncode, ran.stdout) == (3, f"{token}\n")
+    ran = run_code(code)
+    assert (ran.returncode, ran.stdout) == (0, f"{token}\n")
     assert (tmp_path / "m" / "call_1.txt").read_text() == token
+
+
+def test_a_failing_step_sets_the_exit_status_and_later_sub_steps_still_run(make_provider: MakeProvider) -> None:
+    scenario = block_scenario(script=[{"tool_calls": [{"exit_code": 7}]}, {"tool_calls": [{}]}, {"final_answer": "X"}])
+    provider = make_provider(scenario)
+    codes = [
+        extract(response_json(provider.chat(chat_body([SYSTEM, sub_step_prompt(k, [])], tools=[])))) for k in range(3)
+    ]
+    # SciCode's run of sub-step 2: sub-step 1's code, then its own.
+    ran = run_code(codes[0] + codes[1])
+    calls = provider.events("tool_call")
+    assert ran.returncode == 7 and ran.stdout.split() == [c["token"] for c in calls]
+    assert run_code(codes[1]).returncode == 0
+    provider.addon.done()
+    assert [m["present"] and m["matches"] for m in provider.events("marker")] == [True, True]
 
 
 def test_a_request_after_the_final_block_is_out_of_script(make_provider: MakeProvider) -> None:
