@@ -178,6 +178,7 @@ def history_witness_results(ev: Evidence) -> list[str]:
 
     Lie caught: a tool result edited only in the conversation history (the tool record keeps the true output,
     the history the rollout says the model saw does not match the request bodies the proxy received).
+    Not applicable where no result ever goes back to the model (scope `tool_results`, SciCode).
     """
     reasons = []
     for inv in ev.r.get("invocations") or []:
