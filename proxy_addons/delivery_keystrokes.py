@@ -15,11 +15,14 @@ import shlex
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proxy_addons.protocol import IssuedToolCall, ModelRequest, ToolResult
 from proxy_addons.scenario import FinalAnswerStep, Step
 from proxy_addons.shell_tool import expected_output, marker_path
+
+if TYPE_CHECKING:
+    from proxy_addons.delivery_python_blocks import PythonBlockDelivery
 
 __all__ = ["DELIVERY", "TOOL_NAME", "KeystrokeDelivery", "Played", "delivery_for", "keystroke_command"]
 
@@ -61,6 +64,8 @@ class KeystrokeDelivery:
     """Plays steps to Terminus 2; holds whether the final answer still awaits its confirmation."""
 
     name = DELIVERY
+    # The screen after each reply is sent back: every call's result is expected in the next request.
+    returns_results = True
 
     def __init__(self) -> None:
         self._asked_to_confirm = False
@@ -131,10 +136,16 @@ def _json(reply: Mapping[str, Any]) -> str:
     return json.dumps(reply, ensure_ascii=False)
 
 
-def delivery_for(name: str | None) -> KeystrokeDelivery | None:
+def delivery_for(name: str | None) -> KeystrokeDelivery | PythonBlockDelivery | None:
     """The delivery a scenario's `harness_profile.delivery` names; None plays steps as native tool calls."""
+    # Imported here: the python-block delivery reuses this module's `Played`.
+    from proxy_addons.delivery_python_blocks import DELIVERY as PYTHON_BLOCKS
+    from proxy_addons.delivery_python_blocks import PythonBlockDelivery
+
     if name is None:
         return None
     if name == DELIVERY:
         return KeystrokeDelivery()
+    if name == PYTHON_BLOCKS:
+        return PythonBlockDelivery()
     raise ValueError(f"unknown delivery {name!r}")

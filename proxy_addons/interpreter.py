@@ -194,8 +194,11 @@ class Interpreter:
     def finish(self) -> None:
         # A final-submit call's result never comes back (the harness ends after running it), so its marker is
         # checked here, once the harness has stopped, rather than when a later request shows the result.
+        # So is every call of a delivery whose results never come back (SciCode runs the blocks after its last
+        # request, if at all).
+        unreturned = self._delivery is not None and not self._delivery.returns_results
         for call_id, state in self._calls.items():
-            if state.call.final_submit and not state.verified:
+            if (state.call.final_submit or unreturned) and not state.verified:
                 present, matches = check_marker(state.call.marker_path, state.call.token)
                 self.recorder.write("marker", {"tool_call_id": call_id, "present": present, "matches": matches})
                 state.marker = (present, matches)
@@ -367,6 +370,8 @@ class Interpreter:
     def _guard(self, model_request: ModelRequest) -> tuple[str, str] | None:
         if self._final_sent:
             return ("after_final", "the final answer was already sent; the script allows no further request")
+        if self._delivery is not None and not self._delivery.returns_results:
+            return None  # no result ever comes back, so none can be missing
         results = model_request.latest_results()
         missing = [
             call_id

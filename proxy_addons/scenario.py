@@ -19,7 +19,7 @@ DEFAULT_MODEL = "probe-model"
 DEFAULT_USAGE = True
 DEFAULT_EXIT_CODE = 0
 # Deliveries a harness profile may name (proxy_addons/delivery_*.py): how a step reaches a text-driven harness.
-DELIVERIES = frozenset({"keystrokes"})
+DELIVERIES = frozenset({"keystrokes", "python_blocks"})
 DEFAULT_ERROR_TYPE = "probe_error"
 DEFAULT_ERROR_MESSAGE = "scripted model failure"
 # A withheld reply is held at most this long; then the proxy closes the connection itself, so a harness

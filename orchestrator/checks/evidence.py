@@ -22,6 +22,10 @@ def _arrival(attempt_id: str) -> tuple[int, str]:
     return (int(number), attempt_id) if number.isdigit() else (1 << 62, attempt_id)
 
 
+# Deliveries (proxy_addons/delivery_*.py) after which no tool result ever comes back to the model.
+NO_RESULT_DELIVERIES = frozenset({"python_blocks"})
+
+
 def scope_of(scenario: dict[str, Any], execution: dict[str, Any] | None = None) -> dict[str, bool]:
     """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error, `exited` when
     the harness process ended on its own (its exit status can be judged), and `tool_ids`.
@@ -29,11 +33,15 @@ def scope_of(scenario: dict[str, Any], execution: dict[str, Any] | None = None) 
     `tool_ids` is false when the harness profile (written into the played scenario by the orchestrator, from the
     adapter) delivers steps as text (`harness_profile.delivery`, e.g. Terminus 2's keystrokes): the model then
     sends commands, not tool calls, so no call id, name or exit status crosses the wire to be joined on.
+    `tool_results` is false for a delivery whose harness never sends back what a step printed (SciCode's python
+    blocks run, if at all, after its last request).
     """
     scope = dict(scenario["scope"])
     scope["terminal_error"] = scenario.get("expected", {}).get("outcome") == "error"
     scope["exited"] = execution is not None and execution.get("status") == "exited"
-    scope["tool_ids"] = not (scenario.get("harness_profile") or {}).get("delivery")
+    delivery = (scenario.get("harness_profile") or {}).get("delivery")
+    scope["tool_ids"] = not delivery
+    scope["tool_results"] = delivery not in NO_RESULT_DELIVERIES
     return scope
 
 

@@ -55,10 +55,14 @@ def tools_executed(ev: Evidence) -> list[str]:
     evidence=("E4", "E5"),
     location="$[?(@.event=='tool_result_seen')]",
     needs=("witness",),
-    scope=("tools",),
+    scope=("tools", "tool_results"),
 )
 def results_seen(ev: Evidence) -> list[str]:
-    """Every tool call's output went back to the model: a later request carried a result with the token."""
+    """Every tool call's output went back to the model: a later request carried a result with the token.
+
+    Not applicable where the harness never sends a step's output back (scope `tool_results`, SciCode: it runs the
+    blocks, if at all, only after its last request).
+    """
     reasons = []
     for call in ev.w.tool_calls():
         if call.get("final_submit"):

@@ -171,13 +171,14 @@ def _text(content: Any) -> str | None:
     location="$.invocations[*].conversation[?(@.role=='tool')].content",
     needs=("rollout", "witness"),
     depends_on=("history.rebuildable", "witness.results_seen"),
-    scope=("tools",),
+    scope=("tools", "tool_results"),
 )
 def history_witness_results(ev: Evidence) -> list[str]:
     """Each tool result in the recorded history is what the model saw on the wire as that call's result.
 
     Lie caught: a tool result edited only in the conversation history (the tool record keeps the true output,
     the history the rollout says the model saw does not match the request bodies the proxy received).
+    Not applicable where no result ever goes back to the model (scope `tool_results`, SciCode).
     """
     reasons = []
     for inv in ev.r.get("invocations") or []:

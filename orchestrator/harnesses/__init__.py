@@ -51,6 +51,7 @@ HARNESSES: dict[str, str] = {
     "stirrup": "orchestrator.harnesses.stirrup:StirrupHarness",
     "terminus-2": "orchestrator.harnesses.terminus_2:Terminus2Harness",
     "nooa": "orchestrator.harnesses.nooa:NooaHarness",
+    "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
 }
 
 
