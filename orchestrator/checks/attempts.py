@@ -95,7 +95,16 @@ def tokens_match(ev: Evidence) -> list[str]:
     """
     broken = join_calls(ev).order_join_broken
     reasons = [broken] if broken else []
-    for c, a in _joined(ev):
+    joined = _joined(ev)
+    carried = [a for a in ev.w.attempts("model") if witness_key(a)[0] == "ok" and isinstance(a.get("usage"), dict)]
+    if carried and not joined and not broken:
+        # Nothing joined means nothing compared: counts the harness could have recorded and did not are a failure,
+        # not a pass on no evidence.
+        reasons.append(
+            f"the wire carried usage on {len(carried)} replies and no recorded call holds any of it "
+            "(no recorded success joins a reply)"
+        )
+    for c, a in joined:
         usage = a.get("usage")
         stats = c.get("token_stats") or {}
         for f in TOKEN_FIELDS:

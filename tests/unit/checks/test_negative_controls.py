@@ -593,3 +593,23 @@ def test_compaction_calls_belong_to_no_step() -> None:
     ep.rollout["steps"][0]["model_call_refs"].append(helper)
     status, reasons = ep.evaluate()["steps.attempt_accounting"]
     assert status == Status.FAIL and reasons == [f"call {helper}: in 1 steps, expected exactly 0"]
+
+
+def test_tokens_never_pass_when_no_recorded_call_holds_the_wires_usage() -> None:
+    """A harness that records its calls without the outcome that would join them to replies (SciCode keeps no
+    status) compared nothing: with usage on the wire, that is a failure, not a pass on no evidence."""
+    ep = load_episode("tool_success")
+    for c in ep.rollout["model_calls"]:
+        c.update(status_code=None, response_id=None, finish_reason=None)
+        c["token_stats"] = dict.fromkeys(c["token_stats"])
+    status, reasons = ep.evaluate()["tokens.match"]
+    assert status == Status.FAIL
+    assert any("no recorded call holds any of it" in r for r in reasons)
+    # With no usage on the wire there is nothing the harness failed to record.
+    omitted = load_episode("tool_success")
+    for e in omitted.witness:
+        if e["event"] == "attempt":
+            e["usage"] = None
+    for c in omitted.rollout["model_calls"]:
+        c["token_stats"] = dict.fromkeys(c["token_stats"])
+    assert "no recorded call holds" not in " ".join(omitted.evaluate()["tokens.match"][1])
