@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from proxy_addons.chat import message_text
 from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, ToolResult
 from proxy_addons.shell_tool import ShellTool, ToolSpec, bare_name, build_arguments, shell_tool_from_spec
 
@@ -114,12 +115,8 @@ def with_python_outputs(body: Mapping[str, Any], request: ModelRequest) -> Model
     for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, Mapping) or message.get("role") != "user":
             continue
-        content = message.get("content")
-        if isinstance(content, list):
-            content = "".join(
-                p.get("text", "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)
-            )
-        if isinstance(content, str) and "PythonOutput(" in content:
+        content = message_text(message.get("content"))
+        if "PythonOutput(" in content:
             found += [ToolResult(call_id=m.group(1), output=m.group(2)) for m in _PYTHON_OUTPUT.finditer(content)]
     return replace(request, tool_results=request.tool_results + tuple(found)) if found else request
 

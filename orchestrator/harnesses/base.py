@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from orchestrator.scenarios import Scenario
 
-__all__ = ["Harness", "Launch", "LaunchContext", "NormalizeError", "tool_arguments"]
+__all__ = ["Harness", "Launch", "LaunchContext", "NormalizeError", "content_text", "tool_arguments"]
 
 
 class NormalizeError(RuntimeError):
@@ -82,6 +82,17 @@ class Harness(ABC):
 
     def parse_version(self, output: str) -> str:
         return output.strip().splitlines()[-1] if output.strip() else ""
+
+
+def content_text(content: Any) -> str | None:
+    """A message's or tool output's text as recorded: a string as is, content parts (text, input_text,
+    output_text) joined in order; None for anything else."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(t for t in parts if isinstance(t, str))
+    return None
 
 
 def tool_arguments(raw: Any) -> Any:

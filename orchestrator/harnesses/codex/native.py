@@ -9,7 +9,7 @@ from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
 
-__all__ = ["EVENTS_NAME", "Gap", "Line", "NativeLog", "arguments", "content_text", "read_native", "text", "tokens"]
+__all__ = ["EVENTS_NAME", "Gap", "Line", "NativeLog", "read_native", "text", "tokens"]
 
 # Where the launch redirects `codex exec --json` stdout, relative to native/ (the probe folder is copied whole).
 EVENTS_NAME = ".codex-probe/events.jsonl"
@@ -131,26 +131,6 @@ def tokens(usage: Any) -> dict[str, int | None]:
         "total": _count(u.get("total_tokens")),
         "cached": _count(u.get("cached_input_tokens")),
     }
-
-
-def content_text(content: Any) -> str | None:
-    """A message's or tool output's text: a string as is, content parts (input_text, output_text) joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        return "".join(t for t in parts if isinstance(t, str))
-    return None
-
-
-def arguments(raw: Any) -> Any:
-    # Codex keeps the arguments string exactly as the model streamed it; a non-JSON string stays a string.
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return raw
-    return raw
 
 
 def text(value: Any) -> str | None:

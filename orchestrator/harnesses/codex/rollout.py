@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.harnesses.base import content_text, tool_arguments
 from orchestrator.harnesses.codex.failures import Failure, Retry, outcome, stdout_retries, terminal_failure
-from orchestrator.harnesses.codex.native import Gap, Line, NativeLog, arguments, content_text, text, tokens
+from orchestrator.harnesses.codex.native import Gap, Line, NativeLog, text, tokens
 
 __all__ = ["build_rollout"]
 
@@ -161,7 +162,7 @@ class _Builder:
             request = {
                 "tool_call_id": p["call_id"],
                 "tool_name": text(p.get("name")) or "",
-                "arguments": arguments(p.get("arguments", p.get("input"))),
+                "arguments": tool_arguments(p.get("arguments", p.get("input"))),
             }
             response.entry["tool_calls"].append(request)
             self.tools.setdefault(

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from orchestrator.harnesses.base import NormalizeError, tool_arguments
+from orchestrator.harnesses.base import NormalizeError, content_text, tool_arguments
 from orchestrator.harnesses.nooa.spans import LlmSpan, read_llm_spans
 
 __all__ = ["FINISH_TOOL", "normalize_logs"]
@@ -78,15 +78,6 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        return "".join(p for p in parts if isinstance(p, str))
-    return None
 
 
 def normalize_logs(logs: Path, answer_dir: Path, harness: str) -> dict[str, Any]:
@@ -303,7 +294,7 @@ def _conversation(spans: list[LlmSpan]) -> list[dict[str, Any]]:
 
 def _message(m: dict[str, Any]) -> dict[str, Any]:
     role = m["role"]
-    out: dict[str, Any] = {"role": role, "content": _text(m.get("content"))}
+    out: dict[str, Any] = {"role": role, "content": content_text(m.get("content"))}
     if role == "assistant":
         raw = m.get("tool_calls")
         calls = [_dict(c) for c in raw] if isinstance(raw, list) else []
