@@ -107,6 +107,10 @@ def image_version(
         log.warning("version command did not finish; killed", image=image.tag, timeout=timeout)
         return None
     text = out.decode(errors="replace").strip()
-    if code == 0 and text and image.image_id and len(text) <= 65536:
+    if code != 0:
+        # What a failed command printed is its error (a traceback names "mitmproxy" too), never a version.
+        log.warning("version command failed", image=image.tag, exit_code=code, output=text[:300])
+        return None
+    if text and image.image_id and len(text) <= 65536:
         _remember(path, doc, text)
     return text or None

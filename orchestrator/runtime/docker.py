@@ -162,11 +162,12 @@ class Engine:
             host_kwargs["tmpfs"] = {path: f"size={size},{opts}" for path, size in spec.tmpfs.items()}
         binds = dict(spec.volumes)
         self._adapt(spec, host_kwargs, binds)
+        entrypoint, command = self._entry(spec)
         created = self.client.api.create_container(
             image=spec.image,
             name=spec.name,
-            command=spec.command,
-            entrypoint=spec.entrypoint,
+            command=command,
+            entrypoint=entrypoint,
             environment=spec.environment,
             user=spec.user,
             working_dir=spec.working_dir,
@@ -194,6 +195,10 @@ class Engine:
 
     def _adapt(self, spec: ContainerSpec, host_kwargs: dict[str, Any], binds: dict[str, dict[str, str]]) -> None:
         """Where another engine behind the same API needs the same spec said differently (Podman)."""
+
+    def _entry(self, spec: ContainerSpec) -> tuple[list[str] | None, list[str] | None]:
+        """The entrypoint and command to create with (an empty entrypoint clears the image's, as `--entrypoint ''`)."""
+        return spec.entrypoint, spec.command
 
     def run_once_bare(self, image: str) -> None:
         """`run --rm IMAGE true` with nothing of ours around it: the yardstick the overhead benchmark compares with."""

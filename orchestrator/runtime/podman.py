@@ -145,6 +145,13 @@ class PodmanEngine(Engine):
     def _tmpfs_volume_options(self, size: str) -> str:
         return "uid=1000,gid=1000"
 
+    def _entry(self, spec: ContainerSpec) -> tuple[list[str] | None, list[str] | None]:
+        # Podman's compatible API reads an empty entrypoint as "not given" and keeps the image's: the command's
+        # first word becomes the entrypoint instead, which is what clearing it means.
+        if spec.entrypoint == [] and spec.command:
+            return spec.command[:1], spec.command[1:]
+        return spec.entrypoint, spec.command
+
     def _adapt(self, spec: ContainerSpec, host_kwargs: dict[str, Any], binds: dict[str, dict[str, str]]) -> None:
         host_kwargs.pop("dns", None)
         host_kwargs.pop("extra_hosts", None)
@@ -155,7 +162,9 @@ class PodmanEngine(Engine):
             docker.types.Ulimit(name=name, soft=soft, hard=hard) for name, (soft, hard) in PODMAN_ULIMITS.items()
         ]
         if "tmpfs" in host_kwargs:
+            # Podman copies the image's directory into a tmpfs (keeping its 0700 mode) and refuses uid=/gid=:
+            # `U` hands the mount to the container's user instead, as Docker's uid/gid options do.
             host_kwargs["tmpfs"] = {
-                path: ",".join([o for o in opts.split(",") if not o.startswith(("uid=", "gid="))] + ["mode=1777"])
+                path: ",".join([o for o in opts.split(",") if not o.startswith(("uid=", "gid="))] + ["mode=1777", "U"])
                 for path, opts in host_kwargs["tmpfs"].items()
             }

@@ -59,6 +59,11 @@ def test_a_failed_killed_or_empty_answer_is_not_remembered(answer: tuple[int | N
     assert len(engine.specs) == 2
 
 
+def test_what_a_failed_command_printed_is_not_a_version() -> None:
+    engine = FakeEngine([(1, b"Traceback ...\n  File /opt/mitmproxy/bin/mitmdump\nPermissionError")])
+    assert _ask(engine, _image()) is None
+
+
 @pytest.mark.parametrize("content", ["{", "[]", '{"schema": "version-cache/v1"}', "WRONG"])
 def test_a_cache_entry_not_exactly_ours_is_ignored(content: str, _cache: Path) -> None:
     engine = FakeEngine([(0, b"probe 1.0"), (0, b"probe 1.0")])
