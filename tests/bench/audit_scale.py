@@ -19,6 +19,7 @@ from typing import Any
 
 from orchestrator.audit import audit
 from orchestrator.checks import Evidence, Status, read_witness, run_checks, scope_of
+from orchestrator.episode import write_json
 from orchestrator.logs import LogFormat, configure_logging
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "episodes" / "tool_success"
@@ -113,9 +114,12 @@ def bench_big_rollout(n: int, tmp: Path) -> None:
     scenario, rollout, events, markers = _synthetic(n)
     ep = tmp / "saved" / "reference" / "big"
     (ep / "markers").mkdir(parents=True)
-    (ep / "scenario.json").write_text(json.dumps(scenario))
-    (ep / "rollout.json").write_text(json.dumps(rollout))
-    (ep / "witness.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    # Each file in the form its real writer gives it: Scenario.provider_json, write_json, proxy_addons/witness.py.
+    (ep / "scenario.json").write_bytes(json.dumps(scenario, indent=2, sort_keys=True).encode())
+    write_json(ep / "rollout.json", rollout)
+    (ep / "witness.jsonl").write_bytes(
+        b"".join(json.dumps(e, allow_nan=False, separators=(",", ":")).encode("ascii") + b"\n" for e in events)
+    )
     for name, token in markers.items():
         (ep / "markers" / name).write_text(token)
     t = _clock()

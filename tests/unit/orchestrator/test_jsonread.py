@@ -121,6 +121,9 @@ def test_our_writers_forms_take_the_fast_path(tmp_path: Path) -> None:
     rollout = (FIXTURE / "rollout.json").read_bytes()
     assert _fast_path_takes(rollout) and loads(rollout) == json.loads(rollout)
     assert all(_fast_path_takes(ln) for ln in (FIXTURE / "witness.jsonl").read_bytes().splitlines())
+    from orchestrator.scenarios import list_scenarios
+
+    assert all(_fast_path_takes(s.provider_json()) for s in list_scenarios())  # indented, sorted, no final newline
 
 
 @pytest.mark.parametrize(
