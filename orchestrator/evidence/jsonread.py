@@ -114,10 +114,13 @@ def _as_written(value: Any, raw: bytes, indented: bool) -> bool:
         canonical = canonical.decode("utf-8").encode("ascii", _ESCAPE_HANDLER)
     if b"\x7f" in canonical:
         canonical = canonical.replace(b"\x7f", b"\\u007f")
-    if canonical == raw:
-        return True
-    # What still differs is json.dumps' float spelling (1e+16 for orjson's 1e16): compact lines ask it directly.
-    return not indented and json.dumps(value, separators=(",", ":")).encode("utf-8", "surrogatepass") == raw
+    if canonical == raw or indented:
+        return canonical == raw
+    # What still differs is json.dumps' spelling of floats (1e+16 for orjson's 1e16): ask json.dumps itself, in
+    # the proxy's compact form or with its default separators, whichever the first key's colon shows.
+    colon = raw.find(b'":')
+    separators = (", ", ": ") if colon >= 0 and raw[colon + 2 : colon + 3] == b" " else (",", ":")
+    return json.dumps(value, separators=separators).encode("utf-8", "surrogatepass") == raw
 
 
 def _fast(raw: bytes, max_depth: int) -> Any:
@@ -133,13 +136,14 @@ def _fast(raw: bytes, max_depth: int) -> Any:
         value = orjson.loads(raw)
         if not _as_written(value, raw, indented):
             return _MISS
+        if raw.count(b"[") + raw.count(b"{") <= max_depth:
+            return value
+        # In the indented layout a value nested in k containers starts its line with 2k spaces: when no line is
+        # indented that far, nothing is nested deeper than max_depth (the text has the value's own nesting).
+        layout = raw if indented else orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except (ValueError, TypeError, RecursionError):  # orjson's decode and encode errors are of these kinds
         return _MISS
-    if raw.count(b"[") + raw.count(b"{") <= max_depth:
-        return value
-    # In the indented form a value nested in k containers starts its line with 2k spaces: when no line is
-    # indented that far, nothing is nested deeper than max_depth and the exact measure is not needed.
-    if indented and b"\n" + b" " * (2 * max_depth) not in raw:
+    if b"\n" + b" " * (2 * max_depth) not in layout:
         return value
     return value if _depth(_skeleton(raw), max_depth) <= max_depth else _MISS
 

@@ -186,7 +186,11 @@ def test_a_duplicate_key_in_a_written_rollout_is_refused(tmp_path: Path) -> None
 
 
 def test_non_canonical_texts_are_still_read_strictly() -> None:
-    assert not _fast_path_takes(b'{"a": 1}') and loads(b'{"a": 1}') == {"a": 1}  # spaces: the strict reader
+    assert not _fast_path_takes(b'{"a" : 1}') and loads(b'{"a" : 1}') == {"a": 1}  # spaces: the strict reader
+    assert not _fast_path_takes(b'{"a":1, "b":2}') and loads(b'{"a":1, "b":2}') == {"a": 1, "b": 2}
+    assert _fast_path_takes(b'{"a": [1, 1e+16]}')  # json.dumps' default separators and float spelling
+    wide = b"[" + b",".join([b"[1]"] * 300) + b"]"  # 301 brackets, 2 levels: measured by the indented layout
+    assert _fast_path_takes(wide) and len(loads(wide)) == 300
     assert not _fast_path_takes(b'{"a":1}\n') and loads(b'{"a":1}\n') == {"a": 1}
     assert not _fast_path_takes(b'["\\ud800"]') and loads(b'["\\ud800"]') == ["\ud800"]  # a lone surrogate
     assert not _fast_path_takes(b'["\\u00E9"]') and loads(b'["\\u00E9"]') == ["é"]  # upper-case hex
