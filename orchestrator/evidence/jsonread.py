@@ -104,6 +104,10 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _as_written(value: Any, raw: bytes, indented: bool) -> bool:
     """Whether `raw` is, byte for byte, what our writers write for `value` (orjson's or json.dumps' form)."""
+    if not indented:
+        colon = raw.find(b'":')  # the first key's colon: json.dumps' default separators (", ", ": ") are its alone
+        if colon >= 0 and raw[colon + 2 : colon + 3] == b" ":
+            return json.dumps(value).encode("utf-8", "surrogatepass") == raw
     # orjson's indented layout is json.dumps(indent=2)'s; write_json adds a newline, the scenario writer does not.
     newline = orjson.OPT_APPEND_NEWLINE if raw.endswith(b"\n") else 0
     canonical = orjson.dumps(value, option=orjson.OPT_INDENT_2 | newline if indented else None)
@@ -116,11 +120,8 @@ def _as_written(value: Any, raw: bytes, indented: bool) -> bool:
         canonical = canonical.replace(b"\x7f", b"\\u007f")
     if canonical == raw or indented:
         return canonical == raw
-    # What still differs is json.dumps' spelling of floats (1e+16 for orjson's 1e16): ask json.dumps itself, in
-    # the proxy's compact form or with its default separators, whichever the first key's colon shows.
-    colon = raw.find(b'":')
-    separators = (", ", ": ") if colon >= 0 and raw[colon + 2 : colon + 3] == b" " else (",", ":")
-    return json.dumps(value, separators=separators).encode("utf-8", "surrogatepass") == raw
+    # What still differs is json.dumps' spelling of floats (1e+16 for orjson's 1e16): ask json.dumps itself.
+    return json.dumps(value, separators=(",", ":")).encode("utf-8", "surrogatepass") == raw
 
 
 def _fast(raw: bytes, max_depth: int) -> Any:

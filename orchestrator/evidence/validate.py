@@ -134,12 +134,7 @@ def _compiled(schema: Any) -> Callable[..., bool]:
     def accepts(instance: Any, parsed: bool = False) -> bool:
         try:
             valid = validator.is_valid(instance)
-        except (
-            ValueError,
-            TypeError,
-            OverflowError,
-            RecursionError,
-        ):  # not a JSON value to it (a lone surrogate, a non-str key)
+        except (ValueError, TypeError, OverflowError, RecursionError):  # not JSON to it: a lone surrogate, an int key
             return False
         return valid and (parsed or not _has_tuple(instance))
 
