@@ -129,7 +129,10 @@ def _compiled(schema: Any) -> Callable[..., bool]:
     # Formats are annotations here as in jsonschema without a format checker (the `jsonschema` library is the
     # judge of every format); patterns are Rust regexes, never more lenient than Python's on our schemas (`$`
     # does not match before a trailing newline, `\d` is ASCII): tests/unit/checks/test_precheck.py.
-    validator = jsonschema_rs.Draft202012Validator(schema, validate_formats=False)
+    try:
+        validator = jsonschema_rs.Draft202012Validator(schema, validate_formats=False)
+    except ValueError:  # a schema it cannot compile (a regex Rust has no syntax for): jsonschema judges alone
+        return lambda instance, parsed=False: False
 
     def accepts(instance: Any, parsed: bool = False) -> bool:
         try:
