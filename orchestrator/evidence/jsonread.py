@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -10,6 +11,8 @@ import stat
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from orchestrator.evidence.bulk import gc_paused
 
@@ -27,6 +30,25 @@ _PAIR = re.compile(rb"\[\]|\{\}")
 _DIGITS = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
 _LONG_RUN = b"0" * (MAX_INT_DIGITS + 1)
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_MISS = object()
+
+
+def _json_escape(exc: UnicodeError) -> tuple[str, int]:
+    # json.dumps' ensure_ascii form of what orjson writes as UTF-8: \uXXXX, astral characters as surrogate pairs.
+    assert isinstance(exc, UnicodeEncodeError)
+    out = []
+    for ch in exc.object[exc.start : exc.end]:
+        n = ord(ch)
+        if n > 0xFFFF:
+            n -= 0x10000
+            out.append(f"\\u{0xD800 | (n >> 10):04x}\\u{0xDC00 | (n & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{n:04x}")
+    return "".join(out), exc.end
+
+
+_ESCAPE_HANDLER = "harness_probe.json_escape"
+codecs.register_error(_ESCAPE_HANDLER, _json_escape)
 
 
 class JsonFault(ValueError):
@@ -80,9 +102,61 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _as_written(value: Any, raw: bytes, indented: bool) -> bool:
+    """Whether `raw` is, byte for byte, what our writers write for `value` (orjson's or json.dumps' form)."""
+    if not indented:
+        colon = raw.find(b'":')  # the first key's colon: json.dumps' default separators (", ", ": ") are its alone
+        if colon >= 0 and raw[colon + 2 : colon + 3] == b" ":
+            return json.dumps(value).encode("utf-8", "surrogatepass") == raw
+    # orjson's indented layout is json.dumps(indent=2)'s; write_json adds a newline, the scenario writer does not.
+    newline = orjson.OPT_APPEND_NEWLINE if raw.endswith(b"\n") else 0
+    canonical = orjson.dumps(value, option=orjson.OPT_INDENT_2 | newline if indented else None)
+    if canonical == raw:
+        return True
+    # json.dumps escapes what orjson writes as UTF-8 (non-ASCII, DEL); a raw DEL can only be inside a string.
+    if raw.isascii() and not canonical.isascii():
+        canonical = canonical.decode("utf-8").encode("ascii", _ESCAPE_HANDLER)
+    if b"\x7f" in canonical:
+        canonical = canonical.replace(b"\x7f", b"\\u007f")
+    if canonical == raw or indented:
+        return canonical == raw
+    # What still differs is json.dumps' spelling of floats (1e+16 for orjson's 1e16): ask json.dumps itself.
+    return json.dumps(value, separators=(",", ":")).encode("utf-8", "surrogatepass") == raw
+
+
+def _fast(raw: bytes, max_depth: int) -> Any:
+    """The value of `raw` when it is exactly as a serialiser writes it; _MISS when the strict reader must decide.
+
+    orjson keeps the last of duplicate keys, refuses integers beyond 64 bits only by reading them as floats, and
+    nests to 1024: on its own it cannot refuse what `loads` refuses. But a text that equals, byte for byte, the
+    serialisation of the value read from it has no duplicate key (a serialiser writes each key once), no integer
+    longer than 20 digits, no NaN or overflowing number; only its depth is left to bound, here.
+    """
+    indented = raw[:2] in (b"{\n", b"[\n")
+    try:
+        value = orjson.loads(raw)
+        if not _as_written(value, raw, indented):
+            return _MISS
+        if raw.count(b"[") + raw.count(b"{") <= max_depth:
+            return value
+        # In the indented layout a value nested in k containers starts its line with 2k spaces: when no line is
+        # indented that far, nothing is nested deeper than max_depth (the text has the value's own nesting).
+        layout = raw if indented else orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except (ValueError, TypeError, RecursionError):  # orjson's decode and encode errors are of these kinds
+        return _MISS
+    if b"\n" + b" " * (2 * max_depth) not in layout:
+        return value
+    return value if _depth(_skeleton(raw), max_depth) <= max_depth else _MISS
+
+
 def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     """Parse strict JSON; every refusal is a JsonFault with a reason, never a RecursionError or a hang."""
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    # Most texts are as our own writers wrote them: orjson reads them, and the strict reader below judges (and
+    # names the fault of) everything else.
+    value = _fast(raw, max_depth)
+    if value is not _MISS:
+        return value
     # Nesting cannot be deeper than the number of opening brackets: most texts need no measuring.
     if raw.count(b"[") + raw.count(b"{") > max_depth:
         deepest = _depth(_skeleton(raw), max_depth)

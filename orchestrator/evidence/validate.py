@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from orchestrator.evidence.fastcheck import Check, compile_schema
 from orchestrator.evidence.jsonread import JsonFault, read_json
 from orchestrator.resources import scenario_schema_path, schemas_dir
 
@@ -109,18 +110,55 @@ def _fragment_validator(fmt: str, pointer: str) -> Draft202012Validator:
     return Draft202012Validator(_inline(_resolve(schema, pointer), schema))
 
 
+def _has_tuple(instance: Any) -> bool:
+    # The one Python value jsonschema_rs reads as JSON and jsonschema does not: a tuple (an array to one, not to
+    # the other). Values read from JSON text never hold one; values built in Python are looked through.
+    stack = [instance]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, tuple):
+            return True
+    return False
+
+
+def _compiled(schema: Any) -> Callable[..., bool]:
+    # Formats are annotations here as in jsonschema without a format checker (the `jsonschema` library is the
+    # judge of every format); patterns are Rust regexes, never more lenient than Python's on our schemas (`$`
+    # does not match before a trailing newline, `\d` is ASCII): tests/unit/checks/test_precheck.py.
+    try:
+        validator = jsonschema_rs.Draft202012Validator(schema, validate_formats=False)
+    except ValueError:  # a schema it cannot compile (a regex Rust has no syntax for): jsonschema judges alone
+        return lambda instance, parsed=False: False
+
+    def accepts(instance: Any, parsed: bool = False) -> bool:
+        try:
+            valid = validator.is_valid(instance)
+        except (ValueError, TypeError, OverflowError, RecursionError):  # not JSON to it: a lone surrogate, an int key
+            return False
+        return valid and (parsed or not _has_tuple(instance))
+
+    return accepts
+
+
 @cache
-def fragment_precheck(fmt: str, pointer: str) -> Check:
-    """A fast exact pre-check of the same fragment: True means valid; anything else, ask `fragment_faults`."""
+def fragment_precheck(fmt: str, pointer: str) -> Callable[..., bool]:
+    """A fast exact pre-check of the same fragment: True means valid; False, ask `fragment_faults`."""
     schema = _schema(fmt)
-    return compile_schema(_inline(_resolve(schema, pointer), schema))
+    return _compiled(_inline(_resolve(schema, pointer), schema))
 
 
-def fragment_faults(instance: Any, fmt: str, pointer: str, at: str) -> list[Fault]:
-    """Faults of `instance` against the subschema at `pointer`, with paths prefixed by `at` (its JSONPath)."""
-    # The exact pre-check accepts a valid instance at a fraction of jsonschema's cost (large witnesses and
-    # rollouts); whatever it does not accept, jsonschema judges and names.
-    if fragment_precheck(fmt, pointer)(instance) is True:
+def fragment_faults(instance: Any, fmt: str, pointer: str, at: str, *, parsed: bool = False) -> list[Fault]:
+    """Faults of `instance` against the subschema at `pointer`, with paths prefixed by `at` (its JSONPath).
+
+    `parsed` says the instance was just read from JSON text (it holds JSON types only), sparing a look for tuples.
+    """
+    # The pre-check (jsonschema_rs) accepts a valid instance at a fraction of jsonschema's cost (large witnesses
+    # and rollouts); whatever it does not accept, jsonschema judges and names.
+    if fragment_precheck(fmt, pointer)(instance, parsed):
         return []
     found = []
     for err in _fragment_validator(fmt, pointer).iter_errors(instance):
@@ -146,13 +184,13 @@ def _best(err: ValidationError) -> list[ValidationError]:
 
 
 @cache
-def _precheck(fmt: str) -> Check:
+def _precheck(fmt: str) -> Callable[..., bool]:
     schema = _schema(fmt)
-    return compile_schema(_inline(schema, schema))
+    return _compiled(_inline(schema, schema))
 
 
-def faults(instance: Any, fmt: str) -> list[Fault]:
-    if _precheck(fmt)(instance) is True:
+def faults(instance: Any, fmt: str, *, parsed: bool = False) -> list[Fault]:
+    if _precheck(fmt)(instance, parsed):
         return []
     found: list[Fault] = []
     for err in _validator(fmt).iter_errors(instance):
@@ -161,8 +199,8 @@ def faults(instance: Any, fmt: str) -> list[Fault]:
     return sorted(set(found), key=lambda f: (f.path, f.message))
 
 
-def validate(instance: Any, fmt: str, what: str | None = None) -> None:
-    found = faults(instance, fmt)
+def validate(instance: Any, fmt: str, what: str | None = None, *, parsed: bool = False) -> None:
+    found = faults(instance, fmt, parsed=parsed)
     if found:
         raise FormatError(what or fmt, found)
 
@@ -175,5 +213,5 @@ def load_json(path: Path, fmt: str) -> Any:
         raise FormatError(str(path), [Fault("$", "file does not exist")]) from None
     except JsonFault as exc:
         raise FormatError(str(path), [Fault("$", str(exc))]) from None
-    validate(data, fmt, str(path))
+    validate(data, fmt, str(path), parsed=True)
     return data

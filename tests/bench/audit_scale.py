@@ -113,9 +113,14 @@ def bench_big_rollout(n: int, tmp: Path) -> None:
     scenario, rollout, events, markers = _synthetic(n)
     ep = tmp / "saved" / "reference" / "big"
     (ep / "markers").mkdir(parents=True)
-    (ep / "scenario.json").write_text(json.dumps(scenario))
+    # The scenario and the witness in their real writers' forms (Scenario.provider_json, proxy_addons/witness.py).
+    # The rollout is not in write_json's indented form: that is 139 MB here, which with the 133 MB witness is past
+    # the 256 MiB an episode's copy may hold, so the audit would not copy it.
+    (ep / "scenario.json").write_bytes(json.dumps(scenario, indent=2, sort_keys=True).encode())
     (ep / "rollout.json").write_text(json.dumps(rollout))
-    (ep / "witness.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (ep / "witness.jsonl").write_bytes(
+        b"".join(json.dumps(e, allow_nan=False, separators=(",", ":")).encode("ascii") + b"\n" for e in events)
+    )
     for name, token in markers.items():
         (ep / "markers" / name).write_text(token)
     t = _clock()

@@ -90,3 +90,108 @@ def test_a_long_integer_is_refused_wherever_it_is() -> None:
         loads('{"ok": "' + "1" * 50 + '", "n": [' + "1" * 41 + "]}")
     with pytest.raises(JsonFault, match="overflows"):
         loads('{"s": "' + "1" * 50 + '", "f": 1e999}')
+
+
+# The fast path (orjson, accepted only when the text is byte for byte what a serialiser writes for the value it
+# read) must refuse exactly what the strict reader refuses, with the strict reader's message.
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "episodes" / "tool_success"
+
+
+def _fast_path_takes(raw: bytes) -> bool:
+    from orchestrator.evidence.jsonread import _MISS, _fast
+
+    return _fast(raw, MAX_DEPTH) is not _MISS
+
+
+def test_our_writers_forms_take_the_fast_path(tmp_path: Path) -> None:
+    import json
+
+    import orjson
+
+    from orchestrator.episode import write_json
+
+    value = {"a": [1, -2, 1.5, 1e16, 2.5e-05, None, True], "s": 'é😀\x7f\x1b\n"\\', "o": {}, "l": []}
+    proxy_line = json.dumps(value, allow_nan=False, separators=(",", ":")).encode("ascii")  # proxy_addons/witness.py
+    assert _fast_path_takes(proxy_line) and loads(proxy_line) == value
+    utf8_line = orjson.dumps(value)  # UTF-8, and its own spelling of floats
+    assert _fast_path_takes(utf8_line) and loads(utf8_line) == value
+    write_json(tmp_path / "r.json", {"k": value["s"], "deep": [[{"x": [1, 2]}]], "n": 12})
+    raw = (tmp_path / "r.json").read_bytes()
+    assert _fast_path_takes(raw) and read_json(tmp_path / "r.json")["k"] == value["s"]
+    rollout = (FIXTURE / "rollout.json").read_bytes()
+    assert _fast_path_takes(rollout) and loads(rollout) == json.loads(rollout)
+    assert all(_fast_path_takes(ln) for ln in (FIXTURE / "witness.jsonl").read_bytes().splitlines())
+    from orchestrator.scenarios import list_scenarios
+
+    assert all(_fast_path_takes(s.provider_json()) for s in list_scenarios())  # indented, sorted, no final newline
+
+
+@pytest.mark.parametrize(
+    ("text", "fault"),
+    [
+        (b'{"a":1,"a":2}', "duplicate key 'a'"),  # top level, compact
+        (b'{"a":1,"a":1}', "duplicate key 'a'"),  # the same value twice
+        (b'{"x":{"b":[1],"b":[1]},"y":2}', "duplicate key 'b'"),  # nested
+        (b'[{"k":{}},{"k":{},"k":{}}]', "duplicate key 'k'"),
+        (b'{\n  "a": 1,\n  "a": 1\n}\n', "duplicate key 'a'"),  # indented like write_json
+        (b'{"a": 1, "a": 2}', "duplicate key 'a'"),  # not a canonical form at all: the strict reader
+        (b"[NaN]", "NaN is not JSON"),
+        (b'{"x":Infinity}', "Infinity is not JSON"),
+        (b"[1e999]", "overflows to infinity"),
+        (b"[" + b"1" * 41 + b"]", "integer of 41 digits"),  # orjson reads it as a float
+        (b"[" * 129 + b"]" * 129, "nested 129 levels"),
+        (b'{"a":' * 129 + b"1" + b"}" * 129, "nested 129 levels"),
+        (b"[" * 1100 + b"]" * 1100, "nested 1100 levels"),  # past orjson's own limit
+    ],
+)
+def test_the_fast_path_refuses_what_the_strict_reader_refuses(text: bytes, fault: str) -> None:
+    assert not _fast_path_takes(text)
+    with pytest.raises(JsonFault, match=fault):
+        loads(text)
+    with pytest.raises(JsonFault, match=fault):
+        loads(text.decode())
+
+
+def test_depth_in_the_indented_form(tmp_path: Path) -> None:
+    from orchestrator.episode import write_json
+
+    def nest(levels: int, leaf: object = 1) -> object:
+        value: object = leaf
+        for i in range(levels):
+            value = [value] if i % 2 else {"k": value}
+        return value
+
+    write_json(tmp_path / "ok.json", nest(MAX_DEPTH))
+    assert _fast_path_takes((tmp_path / "ok.json").read_bytes())
+    assert read_json(tmp_path / "ok.json") == nest(MAX_DEPTH)
+    write_json(tmp_path / "deep.json", nest(MAX_DEPTH + 1))
+    with pytest.raises(JsonFault, match=f"nested {MAX_DEPTH + 1} levels"):
+        read_json(tmp_path / "deep.json")
+    write_json(tmp_path / "empty.json", nest(MAX_DEPTH, leaf=[]))  # the deepest container is empty: `[]`
+    with pytest.raises(JsonFault, match=f"nested {MAX_DEPTH + 1} levels"):
+        read_json(tmp_path / "empty.json")
+
+
+def test_a_duplicate_key_in_a_written_rollout_is_refused(tmp_path: Path) -> None:
+    from orchestrator.episode import write_json
+
+    rollout = loads((FIXTURE / "rollout.json").read_bytes())
+    write_json(tmp_path / "rollout.json", rollout)
+    raw = (tmp_path / "rollout.json").read_bytes()
+    assert raw.count(b'\n    "name": "reference",\n') == 1
+    doubled = raw.replace(b'\n    "name": "reference",\n', b'\n    "name": "reference",\n    "name": "reference",\n')
+    (tmp_path / "rollout.json").write_bytes(doubled)
+    with pytest.raises(JsonFault, match=r"rollout\.json: duplicate key 'name'"):
+        read_json(tmp_path / "rollout.json")
+
+
+def test_non_canonical_texts_are_still_read_strictly() -> None:
+    assert not _fast_path_takes(b'{"a" : 1}') and loads(b'{"a" : 1}') == {"a": 1}  # spaces: the strict reader
+    assert not _fast_path_takes(b'{"a":1, "b":2}') and loads(b'{"a":1, "b":2}') == {"a": 1, "b": 2}
+    assert _fast_path_takes(b'{"a": [1, 1e+16]}')  # json.dumps' default separators and float spelling
+    wide = b"[" + b",".join([b"[1]"] * 300) + b"]"  # 301 brackets, 2 levels: measured by the indented layout
+    assert _fast_path_takes(wide) and len(loads(wide)) == 300
+    assert not _fast_path_takes(b'{"a":1}\n') and loads(b'{"a":1}\n') == {"a": 1}
+    assert not _fast_path_takes(b'["\\ud800"]') and loads(b'["\\ud800"]') == ["\ud800"]  # a lone surrogate
+    assert not _fast_path_takes(b'["\\u00E9"]') and loads(b'["\\u00E9"]') == ["é"]  # upper-case hex
+    assert _fast_path_takes(b'["\\u00e9"]')

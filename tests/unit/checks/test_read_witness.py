@@ -1,0 +1,119 @@
+"""read_witness: fast for the proxy's own lines, exactly as strict as the strict reader for every other line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.checks import read_witness
+from orchestrator.evidence import FormatError
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "episodes" / "tool_success" / "witness.jsonl"
+
+
+def _events() -> list[dict[str, Any]]:
+    return [json.loads(ln) for ln in FIXTURE.read_text().splitlines()]
+
+
+def _proxy_line(event: dict[str, Any]) -> bytes:
+    # As proxy_addons/witness.py writes a record.
+    return json.dumps(event, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def _faults(tmp_path: Path, raw: bytes, line: int | None = None) -> list[str]:
+    """The faults read_witness names (those of one line when `line` is given: a refused line is left out, so
+    the seq of every later line is a fault too)."""
+    path = tmp_path / "witness.jsonl"
+    path.write_bytes(raw)
+    with pytest.raises(FormatError) as exc:
+        read_witness(path)
+    found = [str(f) for f in exc.value.faults]
+    return found if line is None else [f for f in found if f.startswith(f"line {line}: ")]
+
+
+def _with_line(n: int, line: bytes) -> bytes:
+    lines = FIXTURE.read_bytes().splitlines()
+    lines[n - 1] = line
+    return b"\n".join(lines) + b"\n"
+
+
+def test_the_proxy_lines_read(tmp_path: Path) -> None:
+    w = read_witness(FIXTURE)
+    assert w.events == _events()
+    assert len(w.tool_calls()) == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fault"),
+    [
+        (b'{"schema":"probe-witness/v1",', b'{"schema":"probe-witness/v1","schema":"probe-witness/v1",', "'schema'"),
+        (b'"arguments":{', b'"arguments":{"command":"x",', "'command'"),  # nested, another value
+        (b'"seq":1,', b'"seq":1,"seq":1,', "'seq'"),
+    ],
+)
+def test_a_duplicate_key_in_a_line_is_a_fault(tmp_path: Path, old: bytes, new: bytes, fault: str) -> None:
+    line = FIXTURE.read_bytes().splitlines()[1]
+    assert line.count(old) == 1
+    assert _faults(tmp_path, _with_line(2, line.replace(old, new)), 2) == [f"line 2: $: duplicate key {fault}"]
+
+
+def test_refused_numbers_and_depth_are_faults(tmp_path: Path) -> None:
+    line = FIXTURE.read_bytes().splitlines()[1]
+    assert _faults(tmp_path, _with_line(2, line.replace(b'"seq":1,', b'"seq":NaN,')), 2) == [
+        "line 2: $: NaN is not JSON (NaN and Infinity are refused)"
+    ]
+    assert _faults(tmp_path, _with_line(2, line.replace(b'"seq":1,', b'"seq":' + b"1" * 41 + b",")), 2) == [
+        "line 2: $: an integer of 41 digits (more than 40)"
+    ]
+    deep = line.replace(b'"arguments":{', b'"x":' + b"[" * 129 + b"]" * 129 + b',"arguments":{')
+    assert _faults(tmp_path, _with_line(2, deep), 2) == [
+        "line 2: $: nested 130 levels deep (more than 128)"
+    ]  # in the line object
+
+
+def test_a_line_not_in_the_proxys_form_is_read_strictly(tmp_path: Path) -> None:
+    events = _events()
+    spaced = json.dumps(events[1], separators=(", ", " : ")).encode()  # no serialiser form the fast path knows
+    path = tmp_path / "witness.jsonl"
+    path.write_bytes(_with_line(2, spaced))
+    assert read_witness(path).events == events
+    doubled = spaced.replace(b'"seq" : 1,', b'"seq" : 1, "seq" : 1,')
+    assert _faults(tmp_path, _with_line(2, doubled), 2) == ["line 2: $: duplicate key 'seq'"]
+
+
+def test_non_ascii_lines(tmp_path: Path) -> None:
+    events = _events()
+    text = "é 😀 \x7f \u2028 ok"
+    events[3]["output"] = text
+    path = tmp_path / "witness.jsonl"
+    path.write_bytes(b"".join(_proxy_line(e) + b"\n" for e in events))  # escaped: \u00e9 ...
+    assert read_witness(path).events[3]["output"] == text
+    # Raw UTF-8 (not what the proxy writes) is split as text, as it always was: U+2028 ends a line there.
+    path.write_bytes(b"".join(json.dumps(e, ensure_ascii=False).encode() + b"\n" for e in events))
+    found = _faults(tmp_path, path.read_bytes())
+    assert found[0].startswith("line 4: $: not JSON") and found[1].startswith("line 5: $: not JSON")
+    events[3]["output"] = "é 😀"
+    path.write_bytes(b"".join(json.dumps(e, ensure_ascii=False).encode() + b"\n" for e in events))
+    assert read_witness(path).events[3]["output"] == "é 😀"
+
+
+def test_line_numbers_count_blank_and_odd_separators_as_before(tmp_path: Path) -> None:
+    lines = FIXTURE.read_bytes().splitlines()
+    raw = lines[0] + b"\n\n\x1f\n" + b"\n".join(lines[1:]) + b"\n"  # \x1f: blank to str.strip()
+    path = tmp_path / "witness.jsonl"
+    path.write_bytes(raw)
+    assert len(read_witness(path).events) == len(lines)
+    raw = lines[0] + b"\n\n" + lines[1].replace(b'"seq":1', b'"seq":"1"') + b"\n" + b"\n".join(lines[2:]) + b"\n"
+    assert _faults(tmp_path, raw) == [
+        "line 3: $.seq: '1' is not of type 'integer'",
+        "line 3: $.seq: expected 1, got '1'",
+    ]
+
+
+def test_an_unhashable_event_kind_is_a_fault_not_a_crash(tmp_path: Path) -> None:
+    line = FIXTURE.read_bytes().splitlines()[1].replace(b'"event":"tool_call"', b'"event":["tool_call"]')
+    found = _faults(tmp_path, _with_line(2, line))
+    assert found and all(f.startswith("line 2: $") for f in found)
