@@ -288,6 +288,8 @@ def _audit_all(
     write_json(RunPaths(output).suite, suite)
     # Each result goes to the summary's builder as its episode ends (the builder keeps it on disk, not in memory).
     builder = SummaryBuilder(output, suite)
+    # An episode needs the run id only; the suite (one line per scenario of a bare collection) is not kept.
+    suite = {"run_id": suite["run_id"]}
     try:
         for h, s in episodes:
             ep = source / h / s
