@@ -30,7 +30,7 @@ from orchestrator.verdict import collect_evidence, judge, normalize_native, read
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["AuditResult", "InputChanged", "SavedResults", "audit", "find_episodes"]
+__all__ = ["AuditResult", "InputChanged", "SavedResults", "audit", "episode_names", "find_episodes"]
 
 # Evidence copied into the audit directory, so its summary hashes the same files the verdicts rest on.
 _COPIED = (
@@ -78,7 +78,7 @@ class AuditResult:
     exit_code: int
 
 
-def _is(path: Path, kind: int) -> bool:
+def _is(path: str | Path, kind: int) -> bool:
     """lstat-based: a link is never taken for what it points to."""
     try:
         return stat.S_IFMT(os.lstat(path).st_mode) == kind
@@ -86,23 +86,36 @@ def _is(path: Path, kind: int) -> bool:
         return False
 
 
-def _dirs(folder: Path) -> list[Path]:
-    return [folder / n for n in sorted(os.listdir(folder)) if _is(folder / n, stat.S_IFDIR)]
+def _dirs(folder: str) -> list[str]:
+    """The names of folder's real folders, sorted; kinds from the listing itself (lstat only where it gives none)."""
+    with os.scandir(folder) as it:
+        names = [e.name for e in it if e.is_dir(follow_symlinks=False)]
+    names.sort()
+    return names
+
+
+def episode_names(source: Path) -> list[tuple[str, str]]:
+    """(harness, scenario) for every `<harness>/<scenario>/` holding a scenario.json and a witness or a rollout.
+
+    Only real folders and files count: a link in the source tree is never followed. Plain strings, one harness
+    name shared by its episodes: a source of 10,000 episodes must not cost 10,000 Path objects at once.
+    """
+    root = os.fspath(source)
+    found = []
+    for h in _dirs(root):
+        for s in _dirs(os.path.join(root, h)):
+            ep = os.path.join(root, h, s)
+            if _is(os.path.join(ep, "scenario.json"), stat.S_IFREG) and (
+                _is(os.path.join(ep, "witness.jsonl"), stat.S_IFREG)
+                or _is(os.path.join(ep, "rollout.json"), stat.S_IFREG)
+            ):
+                found.append((h, s))
+    return found
 
 
 def find_episodes(source: Path) -> list[tuple[str, str, Path]]:
-    """(harness, scenario, dir) for every `<harness>/<scenario>/` holding a scenario.json and a witness.
-
-    Only real folders and files count: a link in the source tree is never followed.
-    """
-    found = []
-    for h in _dirs(source):
-        for ep in _dirs(h):
-            if _is(ep / "scenario.json", stat.S_IFREG) and (
-                _is(ep / "witness.jsonl", stat.S_IFREG) or _is(ep / "rollout.json", stat.S_IFREG)
-            ):
-                found.append((h.name, ep.name, ep))
-    return found
+    """(harness, scenario, dir) for every episode episode_names finds."""
+    return [(h, s, source / h / s) for h, s in episode_names(source)]
 
 
 def _copy(src: Path, dest: Path) -> Collection:
@@ -250,7 +263,7 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
     if output.exists():
         raise OutputExists(f"output directory {output} already exists; choose a new one (results are never mixed)")
     # Names only: an episode's folder is source/harness/scenario, made again when needed (10,000 Paths add up).
-    episodes = [(h, s) for h, s, _ in find_episodes(source)]
+    episodes = episode_names(source)
     if not episodes:
         raise FormatError(str(source), [Fault("$", "no episodes found (expected <harness>/<scenario>/scenario.json)")])
     before = TreeHashes(source)
@@ -275,6 +288,8 @@ def _audit_all(
     write_json(RunPaths(output).suite, suite)
     # Each result goes to the summary's builder as its episode ends (the builder keeps it on disk, not in memory).
     builder = SummaryBuilder(output, suite)
+    # An episode needs the run id only; the suite (one line per scenario of a bare collection) is not kept.
+    suite = {"run_id": suite["run_id"]}
     try:
         for h, s in episodes:
             ep = source / h / s

@@ -114,11 +114,16 @@ class SummaryBuilder:
 
     def __init__(self, run_dir: Path, suite: dict[str, Any]) -> None:
         validate(suite, "suite/v1", "suite.json")
-        self.run_dir, self.suite, self.paths = run_dir, suite, RunPaths(run_dir)
+        # Of the suite's scenarios only the names are read: a bare collection of 10,000 episodes lists 10,000, each
+        # with a hash no report shows, and the caller need not keep them either.
+        self.suite = {k: v for k, v in suite.items() if k != "scenarios"}
+        self._scenarios = [s["name"] for s in suite["scenarios"]]
+        self.run_dir, self.paths = run_dir, RunPaths(run_dir)
         # A merged directory holds the episodes of the runs it names; any other run id is foreign evidence.
         self._run_ids = {suite["run_id"]} | {m["run_id"] for m in suite.get("merged_from", [])}
         self._spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close(); unlinked from the start)
-        self._index: dict[str, dict[str, tuple[int, int]]] = {}
+        # Where each episode's record starts in the spool: one line of JSON (compact JSON holds no raw newline).
+        self._index: dict[str, dict[str, int]] = {}
         self._errors: dict[tuple[str, str], list[str]] = {}
         self._verdicts = dict.fromkeys(("pass", "fail", "error", "skipped"), 0)
         self._worst: dict[str, str] = {}
@@ -134,10 +139,9 @@ class SummaryBuilder:
         found = fragment_faults(entry, SUMMARY_FORMAT, "/$defs/episode", f"$.harnesses[{h}].scenarios[{s}]")
         if found:
             raise FormatError("summary", found)
-        data = json.dumps(entry).encode("ascii")
         offset = self._spool.seek(0, os.SEEK_END)
-        self._spool.write(data)
-        self._index.setdefault(h, {})[s] = (offset, len(data))
+        self._spool.write(json.dumps(entry).encode("ascii") + b"\n")
+        self._index.setdefault(h, {})[s] = offset
         errors = result_errors(self.suite["run_id"], self._run_ids, result)
         if errors:
             self._errors[(h, s)] = errors
@@ -153,9 +157,8 @@ class SummaryBuilder:
     def _episodes(self, harness: str) -> Iterator[dict[str, Any]]:
         index = self._index[harness]
         for s in sorted(index):
-            offset, length = index[s]
-            self._spool.seek(offset)
-            entry: dict[str, Any] = json.loads(self._spool.read(length))
+            self._spool.seek(index[s])
+            entry: dict[str, Any] = json.loads(self._spool.readline())
             yield entry
 
     def views(self) -> list[HarnessView]:
@@ -182,7 +185,7 @@ class SummaryBuilder:
         if "episodes" in suite:
             expected = {(e["harness"], e["scenario"]) for e in suite["episodes"]}
         else:
-            expected = {(h["name"], s["name"]) for h in suite["harnesses"] for s in suite["scenarios"]}
+            expected = {(h["name"], s) for h in suite["harnesses"] for s in self._scenarios}
         missing = [{"harness": h, "scenario": s} for h, s in sorted(expected) if s not in self._index.get(h, {})]
         del expected
         episodes = sum(len(index) for index in self._index.values())

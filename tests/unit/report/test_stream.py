@@ -66,7 +66,7 @@ def _peak_writing(run_dir: Path, suite: dict[str, Any], results: list[dict[str, 
 def test_writing_the_reports_takes_no_more_memory_for_ten_times_the_episodes(tmp_path: Path) -> None:
     small = _peak_writing(*_many(tmp_path, 200))
     large = _peak_writing(*_many(tmp_path, 2000))
-    # The files grow tenfold; what is held while writing them must not (a row of cells is spooled past 64 KiB).
+    # The files grow tenfold; what is held while writing them must not (a row of cells is spooled past 4 KiB).
     assert (tmp_path / "run2000" / "report.html").stat().st_size > 9 * (
         tmp_path / "run200" / "report.html"
     ).stat().st_size
