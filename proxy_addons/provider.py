@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
@@ -99,7 +100,8 @@ class ScriptedProvider:
         try:
             interpreter.start(__version__)
         except WitnessWriteError as exc:
-            recorder.close()
+            with contextlib.suppress(WitnessWriteError):
+                recorder.close()  # what failed is already being raised
             raise _options_error(f"{OPTION_WITNESS}: {exc}") from exc
         self._close()
         self.interpreter = interpreter
@@ -244,9 +246,14 @@ class ScriptedProvider:
 
     def _close(self) -> None:
         if self.interpreter is not None:
-            self.interpreter.recorder.close()
+            recorder = self.interpreter.recorder
             self.interpreter = None
             self._active = None
+            try:
+                # Returns once every line is fsync'd: a line that never could be is a lost witness.
+                recorder.close()
+            except WitnessWriteError as exc:
+                self._die(f"witness write failed: {exc}", shutdown=not self._stopping)
 
     def _refuse(self, flow: http.HTTPFlow) -> None:
         if flow.killable:
