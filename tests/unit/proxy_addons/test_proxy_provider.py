@@ -24,10 +24,11 @@ from conftest import (
     wait_fsync_failed,
 )
 from mitmproxy import exceptions, hooks
+from mitmproxy.addons import anticache, dumper, maplocal, modifyheaders, proxyserver, save
 from mitmproxy.test import taddons
 
 from proxy_addons import __version__, interpreter
-from proxy_addons.provider import WITNESS_FAILURE_EXIT, ScriptedProvider
+from proxy_addons.provider import WITNESS_FAILURE_EXIT, ScriptedProvider, prune_inert_addons
 
 USER = {"role": "user", "content": "Run the shell commands you are asked to run."}
 
@@ -602,3 +603,24 @@ def test_told_to_exit_when_done_it_ends_the_process_only_after_the_witness_is_cl
     else:
         assert code == 0
         assert events[-1]["event"] == "end"
+
+
+def test_inert_default_addons_are_pruned_unless_their_options_are_set() -> None:
+    addon = ScriptedProvider()
+    extras = [
+        anticache.AntiCache(),
+        modifyheaders.ModifyHeaders(),
+        maplocal.MapLocal(),
+        save.Save(),
+        proxyserver.Proxyserver(),
+        dumper.Dumper(),
+    ]
+    with taddons.context(addon, *extras) as tctx:
+        tctx.options.update(modify_headers=["/~q/x-probe/1"])
+        removed = prune_inert_addons(tctx.master.addons, tctx.options)
+        assert sorted(removed) == ["anticache", "maplocal", "save"]
+        names = {type(a).__name__ for a in tctx.master.addons.chain}
+        # What moves traffic or reports stays, and so does an addon the command line turned on.
+        assert {"ScriptedProvider", "Proxyserver", "Dumper", "ModifyHeaders"} <= names
+        assert names.isdisjoint({"AntiCache", "MapLocal", "Save"})
+        assert prune_inert_addons(tctx.master.addons, tctx.options) == []
