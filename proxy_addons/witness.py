@@ -1,4 +1,4 @@
-"""Witness recorder: appends fsync'd `probe-witness/v1` lines and filters request headers."""
+"""Witness recorder: appends `probe-witness/v1` lines, fsync'd by a group-committing writer thread; filters headers."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import contextlib
 import hashlib
 import json
 import os
+import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +38,17 @@ ALLOWED_HEADERS = frozenset(
 ALLOWED_PREFIXES = ("x-stainless-", "openai-", "x-codex-")
 # Kept only as a hash: enough to tell whether two attempts used the same key, useless to a reader.
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "openai-api-key"})
+
+# Durability (what changed for latency): a line is written and flushed to the kernel before `write` returns,
+# so it is in the page cache before the reply it records leaves and a crash of the proxy process loses
+# nothing; a writer thread fsyncs it right after (group commit: one fsync covers every line written since the
+# last). Every line is still fsync'd, only no longer before the reply is sent: a machine crash can lose the
+# lines of the last fsync in flight, which `write` bounds. No write proceeds while a line written more than
+# SYNC_LAG_BOUND seconds earlier is not yet fsync'd, and `close` returns only once every line is, so the `end`
+# line and the proxy's exit still come after the whole witness is on disk. A failed fsync poisons the
+# recorder: the next `write`, `sync` or `close` raises WitnessWriteError (the proxy then stops serving and
+# exits 74), so what was served past a failed fsync is at most the lines of that one group.
+SYNC_LAG_BOUND = 0.010
 
 
 class WitnessWriteError(RuntimeError):
@@ -69,13 +83,27 @@ def witness_headers(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 class WitnessRecorder:
     """Appends witness events with a gap-free `seq` that equals the line's position in the file."""
 
-    def __init__(self, path: str | Path, clock: Callable[[], str] = utc_timestamp) -> None:
+    def __init__(
+        self, path: str | Path, clock: Callable[[], str] = utc_timestamp, lag_bound: float = SYNC_LAG_BOUND
+    ) -> None:
         self.path = Path(path)
         self._clock = clock
+        self._lag_bound = lag_bound
         self._file: BinaryIO | None = None
         self._broken = False
+        # Raised to a caller at least once: `close` need not raise a failure someone already saw.
+        self._reported = False
         self.seq = 0
         self.attempts_written = 0
+        # Group commit state, guarded by _cond: lines written and fsync'd so far (counted by appends), the
+        # monotonic time of each append not yet fsync'd, the writer thread's failure.
+        self._cond = threading.Condition()
+        self._appended = 0
+        self._synced = 0
+        self._pending: deque[tuple[int, float]] = deque()
+        self._failure: BaseException | None = None
+        self._stopping = False
+        self._syncer: threading.Thread | None = None
         self._open()
 
     def _open(self) -> None:
@@ -84,8 +112,10 @@ class WitnessRecorder:
             existing = self.path.read_bytes() if self.path.is_file() else b""
             self._file = self.path.open("ab")
         except OSError as exc:
-            self._broken = True
+            self._broken = self._reported = True
             raise WitnessWriteError(f"cannot open witness file {self.path}: {exc}") from exc
+        self._syncer = threading.Thread(target=self._sync_loop, name="witness-fsync", daemon=True)
+        self._syncer.start()
         # Appending to an earlier witness (a restarted proxy) must keep seq equal to the line
         # position; a torn last line is terminated so our first line stays parseable.
         self.seq = existing.count(b"\n")
@@ -105,9 +135,12 @@ class WitnessRecorder:
         return self._clock()
 
     def write(self, event: str, fields: Mapping[str, Any], at: str | None = None) -> dict[str, Any]:
-        """Write one event durably and return it. Raises WitnessWriteError when it cannot."""
+        """Write one event (flushed to the kernel; fsync'd by the writer thread) and return it.
+
+        Raises WitnessWriteError when it cannot, or when an earlier line's fsync failed."""
         if self._broken or self._file is None:
-            raise WitnessWriteError(f"witness file {self.path} is not writable")
+            self._reported = True
+            raise WitnessWriteError(f"witness file {self.path} is not writable{self._failure_detail()}")
         record: dict[str, Any] = {
             "schema": WITNESS_SCHEMA,
             "event": event,
@@ -129,13 +162,77 @@ class WitnessRecorder:
         try:
             self._file.write(data)
             self._file.flush()
-            os.fsync(self._file.fileno())
         except (OSError, ValueError) as exc:
-            self._broken = True
+            self._broken = self._reported = True
             raise WitnessWriteError(f"cannot write witness file {self.path}: {exc}") from exc
+        now = time.monotonic()
+        with self._cond:
+            self._appended += 1
+            self._pending.append((self._appended, now))
+            self._cond.notify_all()
+            # The bound on what a machine crash can take: wait while an older line still awaits its fsync.
+            oldest = self._pending[0]
+            if now - oldest[1] > self._lag_bound:
+                self._wait_synced(oldest[0])
+
+    def _wait_synced(self, count: int) -> None:
+        """Wait (holding _cond) until the first `count` appends are fsync'd; raise if that cannot happen."""
+        while self._synced < count and self._failure is None and self._syncer is not None:
+            self._cond.wait()
+        if self._synced < count:
+            self._broken = self._reported = True
+            raise WitnessWriteError(f"cannot fsync witness file {self.path}{self._failure_detail()}")
+
+    def _failure_detail(self) -> str:
+        return f": {self._failure}" if self._failure is not None else ""
+
+    def _sync_loop(self) -> None:
+        file = self._file
+        assert file is not None
+        fd = file.fileno()
+        while True:
+            with self._cond:
+                while self._synced == self._appended and not self._stopping:
+                    self._cond.wait()
+                if self._synced == self._appended:
+                    return
+                target = self._appended
+            try:
+                os.fsync(fd)
+            except (OSError, ValueError) as exc:
+                with self._cond:
+                    self._failure = exc
+                    self._broken = True
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._synced = target
+                while self._pending and self._pending[0][0] <= target:
+                    self._pending.popleft()
+                self._cond.notify_all()
+
+    def sync(self) -> None:
+        """Return once every line written so far is fsync'd. Raises WitnessWriteError when it cannot be."""
+        with self._cond:
+            self._wait_synced(self._appended)
 
     def close(self) -> None:
+        """Stop the writer thread once every line is fsync'd, then close the file.
+
+        Raises WitnessWriteError when a line could not be fsync'd and no caller was told yet."""
+        syncer, self._syncer = self._syncer, None
+        if syncer is not None:
+            with self._cond:
+                self._stopping = True
+                self._cond.notify_all()
+            syncer.join()
+        unsynced = self._synced < self._appended
         if self._file is not None:
             with contextlib.suppress(OSError):
                 self._file.close()
             self._file = None
+        if unsynced:
+            self._broken = True
+        if self._broken and not self._reported:
+            self._reported = True
+            raise WitnessWriteError(f"cannot fsync witness file {self.path}{self._failure_detail()}")

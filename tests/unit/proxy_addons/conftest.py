@@ -258,6 +258,16 @@ def make_provider(tmp_path: Path) -> Iterator[MakeProvider]:
         assert events[0]["event"] == "start"
 
 
+def wait_fsync_failed(provider: Provider, timeout: float = 10.0) -> None:
+    """Wait until the witness's writer thread has failed an fsync (it runs behind the reply)."""
+    assert provider.addon.interpreter is not None
+    recorder = provider.addon.interpreter.recorder
+    deadline = time.monotonic() + timeout
+    while not recorder.broken:
+        assert time.monotonic() < deadline, "the fsync never failed"
+        time.sleep(0.005)
+
+
 # -- the real proxy on the wire -------------------------------------------------------------------
 
 MITMDUMP = Path(sys.executable).with_name("mitmdump")

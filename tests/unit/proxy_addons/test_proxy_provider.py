@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,14 @@ from conftest import (
     response_json,
     run_command,
     tool_success_scenario,
+    wait_fsync_failed,
 )
 from mitmproxy import exceptions, hooks
+from mitmproxy.addons import anticache, dumper, maplocal, modifyheaders, proxyserver, save
 from mitmproxy.test import taddons
 
 from proxy_addons import __version__, interpreter
-from proxy_addons.provider import WITNESS_FAILURE_EXIT, ScriptedProvider
+from proxy_addons.provider import WITNESS_FAILURE_EXIT, ScriptedProvider, prune_inert_addons
 
 USER = {"role": "user", "content": "Run the shell commands you are asked to run."}
 
@@ -452,21 +455,30 @@ def test_witness_write_failure_kills_traffic_and_exits_loudly(
     provider = make_provider()
     before = read_events(provider.witness)
 
+    gate = threading.Event()
+
     def failing_fsync(fd: int) -> None:
+        gate.wait(10)
         raise OSError(28, "No space left on device")
 
     with monkeypatch.context() as patch:
         patch.setattr("proxy_addons.witness.os.fsync", failing_fsync)
-        flow = provider.chat(chat_body([USER]))
-    assert flow.response is None and flow.error is not None  # killed: nothing unrecorded is served
+        # Written and flushed before its reply; the fsync behind it fails (the witness's group commit).
+        served = provider.chat(chat_body([USER]))
+        gate.set()
+        wait_fsync_failed(provider)
+    assert status(served) == 200
+    assert "FATAL" not in capsys.readouterr().err
+    flow = provider.chat(chat_body([USER]))
+    assert flow.response is None and flow.error is not None  # killed: nothing is served past a failed fsync
     assert "FATAL" in capsys.readouterr().err
     later = provider.chat(chat_body([USER]))
     assert later.response is None
     with pytest.raises(SystemExit) as exited:
         provider.addon.done()
     assert exited.value.code == WITNESS_FAILURE_EXIT
-    # The line whose fsync failed may be in the file; nothing after it is.
-    assert len(read_events(provider.witness)) <= len(before) + 1
+    # The lines written before the fsync failed are in the file (tool call, attempt); nothing after them is.
+    assert len(read_events(provider.witness)) == len(before) + 2
     provider.witness.write_text("\n".join(json.dumps(e) for e in before) + "\n")  # keep teardown's check meaningful
 
 
@@ -591,3 +603,24 @@ def test_told_to_exit_when_done_it_ends_the_process_only_after_the_witness_is_cl
     else:
         assert code == 0
         assert events[-1]["event"] == "end"
+
+
+def test_inert_default_addons_are_pruned_unless_their_options_are_set() -> None:
+    addon = ScriptedProvider()
+    extras = [
+        anticache.AntiCache(),
+        modifyheaders.ModifyHeaders(),
+        maplocal.MapLocal(),
+        save.Save(),
+        proxyserver.Proxyserver(),
+        dumper.Dumper(),
+    ]
+    with taddons.context(addon, *extras) as tctx:
+        tctx.options.update(modify_headers=["/~q/x-probe/1"])
+        removed = prune_inert_addons(tctx.master.addons, tctx.options)
+        assert sorted(removed) == ["anticache", "maplocal", "save"]
+        names = {type(a).__name__ for a in tctx.master.addons.chain}
+        # What moves traffic or reports stays, and so does an addon the command line turned on.
+        assert {"ScriptedProvider", "Proxyserver", "Dumper", "ModifyHeaders"} <= names
+        assert names.isdisjoint({"AntiCache", "MapLocal", "Save"})
+        assert prune_inert_addons(tctx.master.addons, tctx.options) == []

@@ -16,6 +16,7 @@ from conftest import (
     execute_tool_calls,
     response_json,
     tool_success_scenario,
+    wait_fsync_failed,
 )
 from mitmproxy import http
 from mitmproxy.flow import Error
@@ -287,8 +288,9 @@ def test_failing_to_witness_a_timed_reply_stops_the_provider(
     with monkeypatch.context() as patch:
         patch.setattr("proxy_addons.witness.os.fsync", failing_fsync)
         provider.addon.responder.fail(flow.metadata[PLAN_METADATA], client_left=True)
+        wait_fsync_failed(provider)  # the fsync runs behind the write, on the witness's writer thread
+    assert provider.chat(chat_body([USER])).response is None  # nothing is served past a failed fsync
     assert "FATAL" in capsys.readouterr().err
-    assert provider.chat(chat_body([USER])).response is None  # nothing unwitnessed is served
     with pytest.raises(SystemExit) as exited:
         provider.addon.done()
     assert exited.value.code == WITNESS_FAILURE_EXIT

@@ -1,10 +1,13 @@
-"""Witness recorder on its own: header filtering, seq continuity, durable-write failures."""
+"""Witness recorder on its own: header filtering, seq continuity, group-committed fsync, durable-write failures."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -63,20 +66,90 @@ def test_seq_continues_after_existing_lines_and_a_torn_line_is_terminated(tmp_pa
     assert lines[2] == b'{"torn' and lines[-1] == b""
 
 
-def test_write_failure_poisons_the_recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fsync_failure_poisons_the_recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     recorder = WitnessRecorder(tmp_path / "w.jsonl")
     recorder.write("end", {"attempts": 0, "finished": False})
+    recorder.sync()
 
     def failing_fsync(fd: int) -> None:
         raise OSError(5, "I/O error")
 
-    monkeypatch.setattr("proxy_addons.witness.os.fsync", failing_fsync)
-    with pytest.raises(WitnessWriteError):
+    with monkeypatch.context() as patch:
+        patch.setattr("proxy_addons.witness.os.fsync", failing_fsync)
+        # Written and flushed (a proxy crash would not lose it); its fsync fails behind the reply.
         recorder.write("end", {"attempts": 0, "finished": False})
-    monkeypatch.undo()
+        assert len((tmp_path / "w.jsonl").read_bytes().splitlines()) == 2
+        with pytest.raises(WitnessWriteError, match="I/O error"):
+            recorder.sync()
     assert recorder.broken
     with pytest.raises(WitnessWriteError):
         recorder.write("end", {"attempts": 0, "finished": False})
+    recorder.close()  # the failure was already raised to a caller
+
+
+def test_an_fsync_failure_nobody_saw_fails_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = WitnessRecorder(tmp_path / "w.jsonl")
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("proxy_addons.witness.os.fsync", failing_fsync)
+    recorder.write("end", {"attempts": 0, "finished": False})
+    with pytest.raises(WitnessWriteError, match="No space left"):
+        recorder.close()
+    assert recorder.broken
+
+
+def test_a_failing_write_raises_at_once(tmp_path: Path) -> None:
+    recorder = WitnessRecorder("/dev/full")
+    with pytest.raises(WitnessWriteError, match="cannot write"):
+        recorder.write("end", {"attempts": 0, "finished": False})
+    assert recorder.broken
+    recorder.close()
+
+
+def test_every_line_is_fsyncd_by_close_without_blocking_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "w.jsonl"
+    release = threading.Event()
+    synced_sizes: list[int] = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        release.wait(10)
+        synced_sizes.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr("proxy_addons.witness.os.fsync", slow_fsync)
+    recorder = WitnessRecorder(path, lag_bound=60)
+    for _ in range(5):
+        recorder.write("end", {"attempts": 0, "finished": False})  # returns while the fsync is held
+    assert not synced_sizes
+    release.set()
+    recorder.close()
+    # Group commit: fewer fsyncs than lines, and the last one covered the whole file.
+    assert 1 <= len(synced_sizes) < 5
+    assert synced_sizes[-1] == path.stat().st_size and len(path.read_bytes().splitlines()) == 5
+
+
+def test_a_write_waits_for_a_line_older_than_the_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    real_fsync = os.fsync
+
+    def held_fsync(fd: int) -> None:
+        release.wait(10)
+        real_fsync(fd)
+
+    monkeypatch.setattr("proxy_addons.witness.os.fsync", held_fsync)
+    recorder = WitnessRecorder(tmp_path / "w.jsonl", lag_bound=0.001)
+    recorder.write("end", {"attempts": 0, "finished": False})
+    time.sleep(0.01)
+    second = threading.Thread(target=recorder.write, args=("end", {"attempts": 0, "finished": False}))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # the first line is older than the bound and not fsync'd yet
+    release.set()
+    second.join(10)
+    assert not second.is_alive()
     recorder.close()
 
 
