@@ -91,12 +91,17 @@ def _digest(folder: int, name: str) -> str:
         if st.st_size > MAX_FILE_BYTES:
             # Hashing it would read it whole; its size and time still show a change.
             return f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
+        # Sized to the file (a 1 MiB buffer for each of 100,000 small files costs more than reading them), and
+        # one byte more: a read that comes back short has met the end, so most files take a single read.
+        want = st.st_size + 1
         h = hashlib.sha256()
-        # Sized to the file: a 1 MiB buffer for each of 100,000 small files costs more than reading them.
-        want = min(st.st_size + 1, _READ)
-        while chunk := os.read(fd, want):
+        if want <= _READ:
+            chunk = os.read(fd, want)
             h.update(chunk)
-            want = _READ
+            if len(chunk) < want:
+                return h.hexdigest()
+        while chunk := os.read(fd, _READ):
+            h.update(chunk)
         return h.hexdigest()
     finally:
         os.close(fd)
