@@ -206,7 +206,9 @@ SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "x-se
 
 
 def _session(a: dict[str, Any]) -> str | None:
-    headers = a.get("headers") or {}
+    headers = a.get("headers")
+    if not headers:
+        return None
     for name in SESSION_HEADERS:
         if headers.get(name):
             return f"{name}: {headers[name]}"
