@@ -23,6 +23,7 @@ __all__ = [
 ]
 
 Key = tuple[str, Any]
+_Entry = tuple[int, dict[str, Any]]
 T = TypeVar("T")
 
 
@@ -75,7 +76,14 @@ def call_keys(ev: Evidence) -> list[Key]:
 
 def attempt_keys(ev: Evidence, kind: str | None = "model") -> list[Key]:
     """witness_key of each of ev.w.attempts(kind), in the same order."""
-    return shared(ev, f"attempt_keys:{kind}", lambda e: [witness_key(a) for a in e.w.attempts(kind)])
+    return shared(ev, f"attempt_keys:{kind}", lambda e: _attempt_keys(e, kind))
+
+
+def _attempt_keys(ev: Evidence, kind: str | None) -> list[Key]:
+    if kind is None:
+        return [witness_key(a) for a in ev.w.attempts(None)]
+    # Taken from the keys of all attempts (made once), in the same arrival order.
+    return [k for a, k in zip(ev.w.attempts(None), attempt_keys(ev, None), strict=True) if a["kind"] == kind]
 
 
 @dataclass
@@ -88,6 +96,7 @@ class Join:
     # Successes of a harness that keeps no response ids are joined by order; when their number differs from
     # the witness's, no pairing of them is evidence, and the checks that read counts must say so (not pass).
     order_join_broken: str | None = None
+    keys: list[Key] = field(default_factory=list)  # rollout_key of each pair's call, in the order of pairs
 
 
 def join_calls(ev: Evidence) -> Join:
@@ -109,37 +118,48 @@ def _join(ev: Evidence) -> Join:
     oks = [c for c, key in zip(calls, keys, strict=True) if key[0] == "ok"]
     by_order = bool(oks) and all(c.get("response_id") is None for c in oks)
     index = {a["attempt_id"]: n for n, a in enumerate(attempts)}
-    # Each attempt queued with its arrival index, so order is judged without a second lookup.
-    queues: dict[Key, deque[tuple[int, dict[str, Any]]]] = {}
+    # Each attempt queued with its arrival index, so order is judged without a second lookup. Most keys (response
+    # ids) are unique: such a key holds its one entry as is, and becomes a queue only when a second one comes.
+    queues: dict[Key, _Entry | deque[_Entry]] = {}
     for a, key in zip(attempts, attempt_keys(ev, None), strict=True):
         if by_order and key[0] == "ok":
             if a["kind"] != "model":
                 continue  # auxiliary replies carry ids the harness never needs; by order, only model replies
             key = ("ok", None)
-        queue = queues.get(key)
-        if queue is None:
-            queue = queues[key] = deque()
-        queue.append((index[a["attempt_id"]], a))
+        entry = (index[a["attempt_id"]], a)
+        queued = queues.get(key)
+        if queued is None:
+            queues[key] = entry
+        elif isinstance(queued, tuple):
+            queues[key] = deque((queued, entry))
+        else:
+            queued.append(entry)
     out = Join()
-    witnessed_oks = len(queues.get(("ok", None), ())) if by_order else 0
+    queued = queues.get(("ok", None))
+    witnessed_oks = (0 if queued is None else 1 if isinstance(queued, tuple) else len(queued)) if by_order else 0
     if by_order and witnessed_oks != len(oks):
         out.order_join_broken = (
             f"the harness records no response ids, so successes can only be joined in order, and it records "
             f"{len(oks)} successes where the wire carried {witnessed_oks}: none of them can be joined"
         )
     broken = out.order_join_broken is not None
-    pairs, unmatched, out_of_order = out.pairs, out.unmatched, out.out_of_order
+    pairs, unmatched, out_of_order, pair_keys = out.pairs, out.unmatched, out.out_of_order, out.keys
     last = -1
     for c, key in zip(calls, keys, strict=True):
         if broken and key[0] == "ok":
             unmatched.append(c)
             continue
-        queue = queues.get(key)
-        if not queue:
+        queued = queues.get(key)
+        if isinstance(queued, tuple):
+            del queues[key]
+            n, a = queued
+        elif queued:
+            n, a = queued.popleft()
+        else:
             unmatched.append(c)
             continue
-        n, a = queue.popleft()
         pairs.append((c, a))
+        pair_keys.append(key)
         if n < last:
             out_of_order.append((c, a))
         elif n > last:
@@ -153,5 +173,5 @@ def ok_pairs(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
 
 
 def _ok_pairs(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    ok = {id(c) for c, key in zip(model_calls(ev), call_keys(ev), strict=True) if key[0] == "ok"}
-    return [p for p in join_calls(ev).pairs if id(p[0]) in ok]
+    joined = join_calls(ev)
+    return [p for p, key in zip(joined.pairs, joined.keys, strict=True) if key[0] == "ok"]

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import attempt_keys, call_keys, join_calls, model_calls, rollout_key, witness_key
+from orchestrator.checks.join import attempt_keys, call_keys, join_calls, rollout_key, witness_key
 from orchestrator.checks.model import Kind, Unverifiable, check
 from orchestrator.checks.rollout_schema import parse_time
 
@@ -111,10 +111,9 @@ def _unambiguous(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     guess, and a time compared against a guess would blame the times for a missing attempt (multiset's finding)."""
     witnessed = Counter(attempt_keys(ev, None))
     recorded = Counter(call_keys(ev))
-    key_of = {id(c): key for c, key in zip(model_calls(ev), call_keys(ev), strict=True)}
+    joined = join_calls(ev)
     out = []
-    for c, a in join_calls(ev).pairs:
-        key = key_of[id(c)]
+    for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
         if (key[0] == "ok" and c.get("response_id") is not None) or witnessed[key] == recorded[key]:
             out.append((c, a))
     return out
