@@ -47,12 +47,12 @@ def witness_ids(ev: Evidence) -> list[str]:
     )
     witnessed = Counter(c["tool_call_id"] for c in ev.w.tool_calls())
     reasons = []
-    for cid in sorted(witnessed):
-        n = recorded.get(cid, 0)
-        if n != 1:
-            reasons.append(f"{cid}: witnessed once, recorded {n} times")
+    # Only the ids in error are sorted (for a stable report): 100,000 honest ids need no order.
+    for cid in sorted(cid for cid in witnessed if recorded.get(cid, 0) != 1):
+        reasons.append(f"{cid}: witnessed once, recorded {recorded.get(cid, 0)} times")
     reasons += [
-        f"{cid}: recorded but never issued by the provider" for cid in sorted(set(recorded) - set(witnessed), key=str)
+        f"{cid}: recorded but never issued by the provider"
+        for cid in sorted(recorded.keys() - witnessed.keys(), key=str)
     ]
     return reasons
 
