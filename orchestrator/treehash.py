@@ -8,6 +8,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator
+from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from pathlib import Path
 from typing import Any
 
@@ -20,44 +21,90 @@ MAX_SOURCE_FILES = 1_000_000
 _BATCH = 1000
 
 
+_O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_O_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_READ = 1 << 20
+_QUOTE = '"'
+
+
 def walk(root: Path) -> Iterator[tuple[str, str]]:
     """(path relative to root, sha256) of every regular file below root, sorted by path as strings sort.
 
-    Links and special files are named (`not-a-file:<mode>`), never followed or read; a file over the read cap is
-    named by size and time. Plain strings and one lstat per entry: an episode may hold 100,000 files.
+    Links and special files are named (`not-a-file:<mode>`), never followed, opened or read; a file over the read
+    cap is named by size and time. An episode may hold 100,000 files: each folder is opened once and its entries
+    are opened by name relative to it (no path is resolved twice, and no link below root is ever followed); kinds
+    come from the folder listing, and a regular file is stat'ed through the descriptor it is read by.
     """
-    count = [0]
-    yield from _walk(os.fspath(root), "", count, str(root))
+    count = 0
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # root itself may be reached by a link
+    stack: list[tuple[int, str, Iterator[tuple[str, int]]]] = []
+    try:
+        stack.append((top, "", iter(_entries(top))))
+        while stack:
+            fd, prefix, entries = stack[-1]
+            for name, mode in entries:
+                if mode == stat.S_IFDIR:
+                    sub = os.open(name, _O_DIR, dir_fd=fd)
+                    stack.append((sub, prefix + name + "/", iter(_entries(sub))))
+                    break
+                count += 1
+                if mode != stat.S_IFREG:
+                    yield prefix + name, f"not-a-file:{mode:o}"
+                    continue
+                if count > MAX_SOURCE_FILES:
+                    raise FormatError(
+                        str(root), [Fault("$", f"more than {MAX_SOURCE_FILES} files; not an audit source")]
+                    )
+                yield prefix + name, _digest(fd, name)
+            else:
+                stack.pop()
+                os.close(fd)
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
 
 
-def _walk(folder: str, prefix: str, count: list[int], root: str) -> Iterator[tuple[str, str]]:
-    with os.scandir(folder) as it:
-        found = [(e.name, e.path, e.stat(follow_symlinks=False)) for e in it]
-    # A folder sorts as its name and a slash: then its files fall where their full paths sort among the others.
-    found.sort(key=lambda f: f[0] + "/" if stat.S_ISDIR(f[2].st_mode) else f[0])
-    for name, path, st in found:
-        rel = prefix + name
-        if stat.S_ISDIR(st.st_mode):
-            yield from _walk(path, rel + "/", count, root)
-            continue
-        count[0] += 1
+def _entries(fd: int) -> list[tuple[str, int]]:
+    """A folder's (name, file type) pairs, sorted as their full paths sort: a folder as its name and a slash.
+
+    The type is the listing's own (no stat per entry) where the file system gives it; lstat otherwise.
+    """
+    found = []
+    with os.scandir(fd) as it:
+        for e in it:
+            if e.is_dir(follow_symlinks=False):
+                found.append((e.name, stat.S_IFDIR))
+            elif e.is_file(follow_symlinks=False):
+                found.append((e.name, stat.S_IFREG))
+            else:
+                found.append((e.name, stat.S_IFMT(e.stat(follow_symlinks=False).st_mode)))
+    found.sort(key=lambda f: f[0] + "/" if f[1] == stat.S_IFDIR else f[0])
+    return found
+
+
+def _digest(folder: int, name: str) -> str:
+    fd = os.open(name, _O_FILE, dir_fd=folder)
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            yield rel, f"not-a-file:{stat.S_IFMT(st.st_mode):o}"
-            continue
-        if count[0] > MAX_SOURCE_FILES:
-            raise FormatError(root, [Fault("$", f"more than {MAX_SOURCE_FILES} files; not an audit source")])
+            return f"not-a-file:{stat.S_IFMT(st.st_mode):o}"  # it changed kind since it was listed
         if st.st_size > MAX_FILE_BYTES:
             # Hashing it would read it whole; its size and time still show a change.
-            yield rel, f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
-            continue
+            return f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
+        # Sized to the file (a 1 MiB buffer for each of 100,000 small files costs more than reading them), and
+        # one byte more: a read that comes back short has met the end, so most files take a single read.
+        want = st.st_size + 1
         h = hashlib.sha256()
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            while chunk := os.read(fd, 1 << 20):
-                h.update(chunk)
-        finally:
-            os.close(fd)
-        yield rel, h.hexdigest()
+        if want <= _READ:
+            chunk = os.read(fd, want)
+            h.update(chunk)
+            if len(chunk) < want:
+                return h.hexdigest()
+        while chunk := os.read(fd, _READ):
+            h.update(chunk)
+        return h.hexdigest()
+    finally:
+        os.close(fd)
 
 
 class TreeHashes:
@@ -65,15 +112,18 @@ class TreeHashes:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed by close())
+        # `<digest>\t<path>` per line: a digest holds no tab, and a path that could be misread (a newline, a
+        # lone surrogate, a leading quote) is written as a JSON string instead.
+        self._spool = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")  # noqa: SIM115 (closed by close())
+        write = self._spool.write
         for rel, digest in walk(root):
-            self._spool.write(json.dumps([rel, digest]) + "\n")
+            write(f"{digest}\t{rel if rel.isprintable() and rel[:1] != _QUOTE else json.dumps(rel)}\n")
 
     def items(self) -> Iterator[tuple[str, str]]:
         self._spool.seek(0)
         for line in self._spool:
-            rel, digest = json.loads(line)
-            yield rel, digest
+            digest, _, rel = line[:-1].partition("\t")
+            yield (json.loads(rel) if rel[:1] == _QUOTE else rel), digest
 
     def changed(self) -> list[str]:
         """Paths whose content (or kind) differs from a walk taken now, or that appeared or went away."""
@@ -115,7 +165,7 @@ def write_audit_record(path: Path, record: dict[str, Any], hashes: TreeHashes) -
         for rel, digest in hashes.items():
             if len(digest) != 64:
                 continue
-            f.write(("{" if first else ",") + f"\n    {json.dumps(rel)}: {json.dumps(digest)}")
+            f.write(("{" if first else ",") + f"\n    {_string(rel)}: {_string(digest)}")
             first = False
             batch[rel] = digest
             if len(batch) >= _BATCH:

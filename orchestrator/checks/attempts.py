@@ -8,7 +8,16 @@ from collections import Counter
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import Key, join_calls, model_calls, rollout_key, witness_key
+from orchestrator.checks.join import (
+    Key,
+    attempt_keys,
+    call_keys,
+    join_calls,
+    model_calls,
+    ok_pairs,
+    rollout_key,
+    witness_key,
+)
 from orchestrator.checks.model import Kind, check
 
 __all__ = ["rollout_key", "witness_key"]
@@ -35,13 +44,18 @@ def _calls(ev: Evidence) -> list[dict[str, Any]]:
 )
 def attempts_multiset(ev: Evidence) -> list[str]:
     """Every witnessed model attempt is recorded once: successes joined by response id, failures by status."""
-    witnessed = Counter(witness_key(a) for a in ev.w.attempts("model"))
-    recorded = Counter(rollout_key(c) for c in _calls(ev))
+    witnessed = Counter(attempt_keys(ev, "model"))
+    recorded = Counter(call_keys(ev))
     # A harness may also record calls the provider answered outside the script (title generation, a
     # rejected request): those may appear, but are not required.
-    optional = Counter(witness_key(a) for a in ev.w.attempts(None) if a["kind"] != "model")
+    optional = Counter(
+        k for a, k in zip(ev.w.attempts(None), attempt_keys(ev, None), strict=True) if a["kind"] != "model"
+    )
+    # Only the keys whose counts differ are sorted (as strings, for a stable report): most keys match.
+    differ = [k for k, w in witnessed.items() if recorded.get(k, 0) != w]
+    differ += [k for k, r in recorded.items() if k not in witnessed]
     reasons = []
-    for key in sorted(set(witnessed) | set(recorded), key=str):
+    for key in sorted(differ, key=str):
         w, r = witnessed.get(key, 0), recorded.get(key, 0)
         if r < w:
             reasons.append(f"{_describe(key)}: witnessed {w} times, recorded {r}")
@@ -52,7 +66,7 @@ def attempts_multiset(ev: Evidence) -> list[str]:
 
 def _joined(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Recorded successes paired with the replies they were (by response id, or in order when none has one)."""
-    return [(c, a) for c, a in join_calls(ev).pairs if rollout_key(c)[0] == "ok"]
+    return ok_pairs(ev)
 
 
 def _name(call: dict[str, Any]) -> str:
@@ -96,7 +110,11 @@ def tokens_match(ev: Evidence) -> list[str]:
     broken = join_calls(ev).order_join_broken
     reasons = [broken] if broken else []
     joined = _joined(ev)
-    carried = [a for a in ev.w.attempts("model") if witness_key(a)[0] == "ok" and isinstance(a.get("usage"), dict)]
+    carried = [
+        a
+        for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True)
+        if key[0] == "ok" and isinstance(a.get("usage"), dict)
+    ]
     if carried and not joined and not broken:
         # Nothing joined means nothing compared: counts the harness could have recorded and did not are a failure,
         # not a pass on no evidence.
@@ -107,6 +125,8 @@ def tokens_match(ev: Evidence) -> list[str]:
     for c, a in joined:
         usage = a.get("usage")
         stats = c.get("token_stats") or {}
+        if isinstance(usage, dict) and isinstance(stats, dict) and _counts(stats) == _counts(usage):
+            continue  # the common case, decided at once: every count as the reply carried it
         for f in TOKEN_FIELDS:
             want = usage.get(f) if isinstance(usage, dict) else None
             got = stats.get(f)
@@ -116,12 +136,16 @@ def tokens_match(ev: Evidence) -> list[str]:
                 want = (usage.get("prompt") or 0) + (usage.get("completion") or 0)
             if got != want:
                 reasons.append(f"{_name(c)}: token_stats.{f} is {got!r}, the reply carried {want!r}")
-    for c in _calls(ev):
-        if rollout_key(c)[0] != "ok":
+    for c, key in zip(_calls(ev), call_keys(ev), strict=True):
+        if key[0] != "ok":
             made_up = {f: v for f, v in (c.get("token_stats") or {}).items() if v is not None}
             if made_up:
                 reasons.append(f"{c.get('model_call_id')}: a failed attempt carried no usage, yet records {made_up}")
     return reasons
+
+
+def _counts(d: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(map(d.get, TOKEN_FIELDS))
 
 
 def _message(body: Any) -> str | None:
@@ -144,10 +168,12 @@ def _message(body: Any) -> str | None:
 def errors_payload_retained(ev: Evidence) -> list[str]:
     """Each failed attempt that got an error body keeps that payload (joined by order and status)."""
     # Withheld, cut and reset replies carry no payload to retain: only complete error replies are joined.
-    failures = [a for a in ev.w.attempts("model") if witness_key(a)[0] == "error"]
+    failures = [
+        a for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True) if key[0] == "error"
+    ]
     recorded: dict[Any, list[dict[str, Any]]] = {}
-    for c in _calls(ev):
-        if rollout_key(c)[0] == "error":
+    for c, key in zip(_calls(ev), call_keys(ev), strict=True):
+        if key[0] == "error":
             recorded.setdefault(c.get("status_code"), []).append(c)
     used: Counter[Any] = Counter()
     reasons = []
@@ -193,8 +219,9 @@ def _body(attempt: dict[str, Any]) -> Any:
 def attempts_retry_identical(ev: Evidence) -> list[str]:
     """A retry after a failed attempt resends the identical request body (the harness really retried)."""
     attempts = ev.w.attempts("model")
+    keys = attempt_keys(ev, "model")
     reasons = []
-    for prev, nxt in itertools.pairwise(attempts):
-        if witness_key(prev)[0] != "ok" and _body(prev) != _body(nxt):
+    for (prev, nxt), key in zip(itertools.pairwise(attempts), keys, strict=False):
+        if key[0] != "ok" and _body(prev) != _body(nxt):
             reasons.append(f"{nxt['attempt_id']} differs from the failed {prev['attempt_id']} it retried")
     return reasons

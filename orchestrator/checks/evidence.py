@@ -64,6 +64,7 @@ class Witness:
         for r in self._by_kind.get("tool_result_seen", []):
             self._results.setdefault(r["tool_call_id"], []).append(r)
         self._markers: dict[str, list[dict[str, Any]]] = {}
+        self._of_kind: dict[str | None, list[dict[str, Any]]] = {}
         for m in self._by_kind.get("marker", []):
             self._markers.setdefault(m["tool_call_id"], []).append(m)
 
@@ -71,8 +72,15 @@ class Witness:
         return iter(self._by_kind.get(kind, []))
 
     def attempts(self, kind: str | None = "model") -> list[dict[str, Any]]:
-        """Attempts in arrival order, of one kind (`model`, `auxiliary`, `rejected`) or all (None)."""
-        return [a for a in self._attempts if kind is None or a["kind"] == kind]
+        """Attempts in arrival order, of one kind (`model`, `auxiliary`, `rejected`) or all (None).
+
+        One list per kind, made on first use and shared by every caller (do not modify it): twenty checks read
+        the attempts of a 100,000-call witness.
+        """
+        found = self._of_kind.get(kind)
+        if found is None:
+            found = self._of_kind[kind] = [a for a in self._attempts if kind is None or a["kind"] == kind]
+        return found
 
     def tool_calls(self) -> list[dict[str, Any]]:
         """Tool calls the harness really received: those of replies that were delivered whole."""

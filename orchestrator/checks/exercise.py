@@ -40,7 +40,9 @@ def tools_executed(ev: Evidence) -> list[str]:
     for call in calls:
         cid, token = call["tool_call_id"], call["token"]
         seen = ev.w.markers(cid)
-        if not any(m["present"] and m["matches"] for m in seen):
+        if len(seen) == 1 and seen[0]["present"] and seen[0]["matches"]:
+            pass  # the common case, decided without a generator
+        elif not any(m["present"] and m["matches"] for m in seen):
             reasons.append(f"{cid}: the proxy never saw its marker with the token")
         collected = ev.markers.get(f"{cid}.txt")
         if collected != token:
@@ -71,6 +73,8 @@ def results_seen(ev: Evidence) -> list[str]:
         seen = ev.w.results_seen(call["tool_call_id"])
         if not seen:
             reasons.append(f"{call['tool_call_id']}: no later request carried its result")
+        elif seen[0].get("token_present"):
+            continue  # the common case, decided without a generator
         elif not any(s.get("token_present") for s in seen):
             reasons.append(f"{call['tool_call_id']}: its result never contained the token")
     return reasons

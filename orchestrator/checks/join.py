@@ -3,14 +3,40 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from orchestrator.checks.evidence import Evidence
 
-__all__ = ["Join", "Key", "join_calls", "model_calls", "rollout_key", "witness_key"]
+__all__ = [
+    "Join",
+    "Key",
+    "attempt_keys",
+    "call_keys",
+    "join_calls",
+    "model_calls",
+    "ok_pairs",
+    "rollout_key",
+    "shared",
+    "witness_key",
+]
 
 Key = tuple[str, Any]
+_Entry = tuple[int, dict[str, Any]]
+T = TypeVar("T")
+
+
+def shared(ev: Evidence, name: str, make: Callable[[Evidence], T]) -> T:
+    """What several checks derive from the same inputs, made once per pair of inputs (a 100,000-call rollout
+    is read by twenty checks: each re-deriving its indexes would cost more than the checks themselves)."""
+    cached = ev.derived.get(name)
+    if cached is not None and cached[0] is ev.rollout and cached[1] is ev.witness:
+        value: T = cached[2]
+        return value
+    value = make(ev)
+    ev.derived[name] = (ev.rollout, ev.witness, value)
+    return value
 
 
 def witness_key(a: dict[str, Any]) -> Key:
@@ -34,8 +60,30 @@ def rollout_key(c: dict[str, Any]) -> Key:
 
 
 def model_calls(ev: Evidence) -> list[dict[str, Any]]:
+    """The recorded calls that are objects, in order (shared: do not modify)."""
+    return shared(ev, "model_calls", _model_calls)
+
+
+def _model_calls(ev: Evidence) -> list[dict[str, Any]]:
     value = ev.r.get("model_calls")
     return [c for c in value if isinstance(c, dict)] if isinstance(value, list) else []
+
+
+def call_keys(ev: Evidence) -> list[Key]:
+    """rollout_key of each of model_calls(ev), in the same order."""
+    return shared(ev, "call_keys", lambda e: [rollout_key(c) for c in model_calls(e)])
+
+
+def attempt_keys(ev: Evidence, kind: str | None = "model") -> list[Key]:
+    """witness_key of each of ev.w.attempts(kind), in the same order."""
+    return shared(ev, f"attempt_keys:{kind}", lambda e: _attempt_keys(e, kind))
+
+
+def _attempt_keys(ev: Evidence, kind: str | None) -> list[Key]:
+    if kind is None:
+        return [witness_key(a) for a in ev.w.attempts(None)]
+    # Taken from the keys of all attempts (made once), in the same arrival order.
+    return [k for a, k in zip(ev.w.attempts(None), attempt_keys(ev, None), strict=True) if a["kind"] == kind]
 
 
 @dataclass
@@ -48,6 +96,7 @@ class Join:
     # Successes of a harness that keeps no response ids are joined by order; when their number differs from
     # the witness's, no pairing of them is evidence, and the checks that read counts must say so (not pass).
     order_join_broken: str | None = None
+    keys: list[Key] = field(default_factory=list)  # rollout_key of each pair's call, in the order of pairs
 
 
 def join_calls(ev: Evidence) -> Join:
@@ -58,50 +107,71 @@ def join_calls(ev: Evidence) -> Join:
     attempt the wire saw before the attempt of the call recorded before it is out of order: that is a lie
     about order (swapped steps, swapped ids) even when every fact of every call is right.
     """
-    # Many checks read the join: it is made once per pair of inputs (a 100,000-call rollout joins in seconds).
-    cached = ev.derived.get("join")
-    if cached is not None and cached[0] is ev.rollout and cached[1] is ev.witness:
-        joined: Join = cached[2]
-        return joined
-    joined = _join(ev)
-    ev.derived["join"] = (ev.rollout, ev.witness, joined)
-    return joined
+    # Many checks read the join: it is made once per pair of inputs.
+    return shared(ev, "join", _join)
 
 
 def _join(ev: Evidence) -> Join:
     attempts = ev.w.attempts(None)
-    index = {a["attempt_id"]: n for n, a in enumerate(attempts)}
     calls = model_calls(ev)
-    oks = [c for c in calls if rollout_key(c)[0] == "ok"]
+    keys = call_keys(ev)
+    oks = [c for c, key in zip(calls, keys, strict=True) if key[0] == "ok"]
     by_order = bool(oks) and all(c.get("response_id") is None for c in oks)
-    queues: dict[Key, deque[dict[str, Any]]] = {}
-    for a in attempts:
-        key = witness_key(a)
+    index = {a["attempt_id"]: n for n, a in enumerate(attempts)}
+    # Each attempt queued with its arrival index, so order is judged without a second lookup. Most keys (response
+    # ids) are unique: such a key holds its one entry as is, and becomes a queue only when a second one comes.
+    queues: dict[Key, _Entry | deque[_Entry]] = {}
+    for a, key in zip(attempts, attempt_keys(ev, None), strict=True):
         if by_order and key[0] == "ok":
             if a["kind"] != "model":
                 continue  # auxiliary replies carry ids the harness never needs; by order, only model replies
             key = ("ok", None)
-        queues.setdefault(key, deque()).append(a)
+        entry = (index[a["attempt_id"]], a)
+        queued = queues.get(key)
+        if queued is None:
+            queues[key] = entry
+        elif isinstance(queued, tuple):
+            queues[key] = deque((queued, entry))
+        else:
+            queued.append(entry)
     out = Join()
-    witnessed_oks = len(queues.get(("ok", None), ())) if by_order else 0
+    queued = queues.get(("ok", None))
+    witnessed_oks = (0 if queued is None else 1 if isinstance(queued, tuple) else len(queued)) if by_order else 0
     if by_order and witnessed_oks != len(oks):
         out.order_join_broken = (
             f"the harness records no response ids, so successes can only be joined in order, and it records "
             f"{len(oks)} successes where the wire carried {witnessed_oks}: none of them can be joined"
         )
+    broken = out.order_join_broken is not None
+    pairs, unmatched, out_of_order, pair_keys = out.pairs, out.unmatched, out.out_of_order, out.keys
     last = -1
-    for c in calls:
-        key = rollout_key(c)
-        if out.order_join_broken is not None and key[0] == "ok":
-            out.unmatched.append(c)
+    for c, key in zip(calls, keys, strict=True):
+        if broken and key[0] == "ok":
+            unmatched.append(c)
             continue
-        queue = queues.get(key)
-        if not queue:
-            out.unmatched.append(c)
+        queued = queues.get(key)
+        if isinstance(queued, tuple):
+            del queues[key]
+            n, a = queued
+        elif queued:
+            n, a = queued.popleft()
+        else:
+            unmatched.append(c)
             continue
-        a = queue.popleft()
-        out.pairs.append((c, a))
-        if index[a["attempt_id"]] < last:
-            out.out_of_order.append((c, a))
-        last = max(last, index[a["attempt_id"]])
+        pairs.append((c, a))
+        pair_keys.append(key)
+        if n < last:
+            out_of_order.append((c, a))
+        elif n > last:
+            last = n
     return out
+
+
+def ok_pairs(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Recorded successes paired with the replies they were (by response id, or in order when none has one)."""
+    return shared(ev, "ok_pairs", _ok_pairs)
+
+
+def _ok_pairs(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    joined = join_calls(ev)
+    return [p for p, key in zip(joined.pairs, joined.keys, strict=True) if key[0] == "ok"]

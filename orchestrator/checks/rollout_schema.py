@@ -96,8 +96,15 @@ def calls_identity(ev: Evidence) -> list[str]:
 def calls_protocol(ev: Evidence) -> list[str]:
     """Every model call names its provider protocol (chat, responses or messages)."""
     reasons: list[str] = []
+    valid: set[str] = set()  # a protocol name is judged once: 100,000 calls name the same one or two
     for i, c in enumerate(_items(ev, "model_calls")):
-        reasons += _frag(c.get("protocol"), "/$defs/model_call/properties/protocol", f"$.model_calls[{i}].protocol")
+        value = c.get("protocol")
+        if type(value) is str and value in valid:
+            continue
+        found = _frag(value, "/$defs/model_call/properties/protocol", f"$.model_calls[{i}].protocol")
+        if not found and type(value) is str:
+            valid.add(value)
+        reasons += found
     return reasons
 
 

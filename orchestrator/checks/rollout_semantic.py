@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.join import shared
 from orchestrator.checks.model import Kind, check
 
 __all__: list[str] = []
@@ -29,26 +30,32 @@ def history_rebuildable(ev: Evidence) -> list[str]:
     reasons = []
     for inv in _dicts(ev, "invocations"):
         iid = inv["invocation_id"]
-        conv = inv["conversation"]
-        if not any(m.get("role") == "user" for m in conv):
-            reasons.append(f"invocation {iid}: the conversation has no user message (the task)")
+        # One pass over the history (it may hold 200,000 messages): the task, the answers, the assistant turns.
+        has_task = False
+        turns: list[dict[str, Any]] = []
+        found: list[str] = []
         pending: set[str] = set()
         answered: set[str] = set()
-        for n, m in enumerate(conv):
-            if m.get("role") == "assistant":
-                pending.update(tc.get("tool_call_id") for tc in m.get("tool_calls") or [])
-            elif m.get("role") == "tool":
+        for n, m in enumerate(inv["conversation"]):
+            role = m.get("role")
+            if role == "assistant":
+                turns.append(m)
+                for tc in m.get("tool_calls") or []:
+                    pending.add(tc.get("tool_call_id"))
+            elif role == "tool":
                 cid = m.get("tool_call_id")
                 if cid not in pending:
-                    reasons.append(f"invocation {iid}: conversation[{n}] answers {cid!r}, which no earlier turn called")
+                    found.append(f"invocation {iid}: conversation[{n}] answers {cid!r}, which no earlier turn called")
                 elif cid in answered:
-                    reasons.append(f"invocation {iid}: conversation[{n}] answers {cid!r} a second time")
+                    found.append(f"invocation {iid}: conversation[{n}] answers {cid!r} a second time")
                 answered.add(cid)
+            elif role == "user":
+                has_task = True
+        if not has_task:
+            reasons.append(f"invocation {iid}: the conversation has no user message (the task)")
+        reasons += found
         # A call left unanswered is only a gap in the history if the model was asked again after it.
-        last_assistant = max((n for n, m in enumerate(conv) if m.get("role") == "assistant"), default=-1)
-        for n, m in enumerate(conv[: last_assistant + 1]):
-            if m.get("role") != "assistant" or n == last_assistant:
-                continue
+        for m in turns[:-1]:
             for tc in m.get("tool_calls") or []:
                 if tc.get("tool_call_id") not in answered:
                     reasons.append(
@@ -95,23 +102,31 @@ def invocations_parent(ev: Evidence) -> list[str]:
 )
 def ownership_call_owner(ev: Evidence) -> list[str]:
     """Every model call, failed attempts included, is owned by exactly one invocation, and both sides agree."""
-    calls = {c["model_call_id"]: c for c in _dicts(ev, "model_calls")}
-    refs: Counter[str] = Counter()
-    owner_of: dict[str, list[str]] = {}
+    calls = _calls_by_id(ev)
+    owner: dict[str, str] = {}  # each call's first owner; a call referenced again also has all its owners listed
+    owners_of: dict[str, list[str]] = {}
     reasons = []
     for inv in _dicts(ev, "invocations"):
+        iid = inv["invocation_id"]
         for ref in inv["model_call_refs"]:
-            refs[ref] += 1
-            owner_of.setdefault(ref, []).append(inv["invocation_id"])
+            if ref in owner:
+                owners_of.setdefault(ref, [owner[ref]]).append(iid)
+            else:
+                owner[ref] = iid
             if ref not in calls:
-                reasons.append(f"invocation {inv['invocation_id']} references unknown call {ref!r}")
+                reasons.append(f"invocation {iid} references unknown call {ref!r}")
     for cid, c in calls.items():
-        owners = owner_of.get(cid, [])
+        owners = owners_of.get(cid) or ([owner[cid]] if cid in owner else [])
         if len(owners) != 1:
             reasons.append(f"call {cid}: referenced by {len(owners)} invocations {owners}, expected exactly one")
         elif c.get("invocation_id") != owners[0]:
             reasons.append(f"call {cid}: invocation_id {c.get('invocation_id')!r} but owned by {owners[0]!r}")
     return reasons
+
+
+def _calls_by_id(ev: Evidence) -> dict[Any, dict[str, Any]]:
+    """Recorded calls by model_call_id, the last of a repeated id winning (read only after calls.identity)."""
+    return shared(ev, "calls_by_id", lambda e: {c["model_call_id"]: c for c in _dicts(e, "model_calls")})
 
 
 @check(
@@ -125,7 +140,7 @@ def ownership_call_owner(ev: Evidence) -> list[str]:
 )
 def steps_call_refs(ev: Evidence) -> list[str]:
     """Each step references at least one recorded call, and each call it references belongs to its invocation."""
-    calls = {c["model_call_id"]: c for c in _dicts(ev, "model_calls")}
+    calls = _calls_by_id(ev)
     reasons = []
     for st in _dicts(ev, "steps"):
         where = f"step {st['step_no']} of {st['invocation_id']!r}"
@@ -174,13 +189,20 @@ def tools_request_join(ev: Evidence) -> list[str]:
     Not applicable without tool ids (scope `tool_ids`): a text-driven harness's history holds reply text, and the
     commands it parsed from it have ids the harness minted itself.
     """
-    # Indexed once: rollouts with 100,000 calls must not cost a scan of the history per tool record.
-    requests: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    # Indexed once: rollouts with 100,000 calls must not cost a scan of the history per tool record. The first
+    # request of each (invocation, id), and how often it was requested where that is more than once.
+    first: dict[tuple[Any, Any], dict[str, Any]] = {}
+    repeated: dict[tuple[Any, Any], int] = {}
     for inv in _dicts(ev, "invocations"):
+        iid = inv["invocation_id"]
         for m in inv["conversation"]:
             if m.get("role") == "assistant":
                 for tc in m.get("tool_calls") or []:
-                    requests.setdefault((inv["invocation_id"], tc.get("tool_call_id")), []).append(tc)
+                    key = (iid, tc.get("tool_call_id"))
+                    if key in first:
+                        repeated[key] = repeated.get(key, 1) + 1
+                    else:
+                        first[key] = tc
     known = {inv["invocation_id"] for inv in _dicts(ev, "invocations")}
     reasons = []
     for t in _dicts(ev, "tool_calls"):
@@ -188,11 +210,12 @@ def tools_request_join(ev: Evidence) -> list[str]:
         if iid not in known:
             reasons.append(f"tool {cid}: invocation_id {iid!r} is not a recorded invocation")
             continue
-        found = requests.get((iid, cid), [])  # type: ignore[arg-type]
-        if len(found) != 1:
-            reasons.append(f"tool {cid}: requested {len(found)} times in its invocation's history, expected once")
-        elif found[0].get("tool_name") != t["tool_name"]:
-            asked = found[0].get("tool_name")
+        request = first.get((iid, cid))
+        times = 0 if request is None else repeated.get((iid, cid), 1)
+        if times != 1:
+            reasons.append(f"tool {cid}: requested {times} times in its invocation's history, expected once")
+        elif request is not None and request.get("tool_name") != t["tool_name"]:
+            asked = request.get("tool_name")
             reasons.append(f"tool {cid}: recorded as {t['tool_name']!r} but requested as {asked!r}")
     return reasons
 

@@ -7,12 +7,18 @@ from collections import Counter
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.join import shared
 from orchestrator.checks.model import Kind, check
 
 __all__: list[str] = []
 
 
 def _records(ev: Evidence) -> dict[str, dict[str, Any]]:
+    """The first tool record of each id (shared by the checks of one run: do not modify)."""
+    return shared(ev, "tool_records", _index_records)
+
+
+def _index_records(ev: Evidence) -> dict[str, dict[str, Any]]:
     tools = ev.r.get("tool_calls")
     out: dict[str, dict[str, Any]] = {}
     for t in tools if isinstance(tools, list) else []:
@@ -41,12 +47,12 @@ def witness_ids(ev: Evidence) -> list[str]:
     )
     witnessed = Counter(c["tool_call_id"] for c in ev.w.tool_calls())
     reasons = []
-    for cid in sorted(witnessed):
-        n = recorded.get(cid, 0)
-        if n != 1:
-            reasons.append(f"{cid}: witnessed once, recorded {n} times")
+    # Only the ids in error are sorted (for a stable report): 100,000 honest ids need no order.
+    for cid in sorted(cid for cid in witnessed if recorded.get(cid, 0) != 1):
+        reasons.append(f"{cid}: witnessed once, recorded {recorded.get(cid, 0)} times")
     reasons += [
-        f"{cid}: recorded but never issued by the provider" for cid in sorted(set(recorded) - set(witnessed), key=str)
+        f"{cid}: recorded but never issued by the provider"
+        for cid in sorted(recorded.keys() - witnessed.keys(), key=str)
     ]
     return reasons
 
@@ -132,7 +138,10 @@ def witness_output(ev: Evidence) -> list[str]:
             # The model never saw a result of the final-submit call (the harness ended on it): nothing to compare.
             continue
         t = records[call["tool_call_id"]]
-        for seen in {s["output"] for s in ev.w.results_seen(call["tool_call_id"])}:
+        results = ev.w.results_seen(call["tool_call_id"])
+        if len(results) == 1 and t.get("output") == results[0]["output"]:
+            continue  # the common case: seen once, as recorded
+        for seen in {s["output"] for s in results}:
             if t.get("output") != seen:
                 reasons.append(f"{call['tool_call_id']}: output {t.get('output')!r}, the model saw {seen!r}")
     return reasons

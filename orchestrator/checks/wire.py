@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import join_calls, model_calls, rollout_key, witness_key
+from orchestrator.checks.join import attempt_keys, call_keys, join_calls, rollout_key, witness_key
 from orchestrator.checks.model import Kind, Unverifiable, check
 from orchestrator.checks.rollout_schema import parse_time
 
@@ -109,14 +109,14 @@ def _unambiguous(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Pairs whose join names one attempt for certain: a success by its id, or a failure whose status the rollout
     records exactly as often as the wire shows it. With one of two 429s dropped, which one a recorded 429 was is a
     guess, and a time compared against a guess would blame the times for a missing attempt (multiset's finding)."""
-    witnessed = Counter(witness_key(a) for a in ev.w.attempts(None))
-    recorded = Counter(rollout_key(c) for c in model_calls(ev))
-    return [
-        (c, a)
-        for c, a in join_calls(ev).pairs
-        if (rollout_key(c)[0] == "ok" and c.get("response_id") is not None)
-        or witnessed[rollout_key(c)] == recorded[rollout_key(c)]
-    ]
+    witnessed = Counter(attempt_keys(ev, None))
+    recorded = Counter(call_keys(ev))
+    joined = join_calls(ev)
+    out = []
+    for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
+        if (key[0] == "ok" and c.get("response_id") is not None) or witnessed[key] == recorded[key]:
+            out.append((c, a))
+    return out
 
 
 @check(
@@ -185,10 +185,13 @@ def history_witness_results(ev: Evidence) -> list[str]:
         for n, m in enumerate(inv.get("conversation") or []):
             if not isinstance(m, dict) or m.get("role") != "tool":
                 continue
-            seen = {s["output"] for s in ev.w.results_seen(str(m.get("tool_call_id")))}
-            if not seen:
+            results = ev.w.results_seen(str(m.get("tool_call_id")))
+            if not results:
                 continue  # a result the wire never carried is witness.results_seen's finding
             text = _text(m.get("content"))
+            if len(results) == 1 and text == results[0]["output"]:
+                continue  # the common case: seen once, as recorded
+            seen = {s["output"] for s in results}
             if text not in seen:
                 reasons.append(
                     f"invocation {inv.get('invocation_id')}: conversation[{n}] gives {m.get('tool_call_id')!r} "
@@ -202,7 +205,9 @@ SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "x-se
 
 
 def _session(a: dict[str, Any]) -> str | None:
-    headers = a.get("headers") or {}
+    headers = a.get("headers")
+    if not headers:
+        return None
     for name in SESSION_HEADERS:
         if headers.get(name):
             return f"{name}: {headers[name]}"
@@ -268,9 +273,9 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
     and it reads the steps of all invocations as one sequence, so it depends on the ownership the wire shows.
     """
     groups: list[list[str]] = [[]]
-    for a in ev.w.attempts("model"):
+    for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True):
         groups[-1].append(a["attempt_id"])
-        if witness_key(a)[0] == "ok":
+        if key[0] == "ok":
             groups.append([])
     groups = [g for g in groups if g]
     attempt_of = {c.get("model_call_id"): a["attempt_id"] for c, a in join_calls(ev).pairs}
@@ -289,7 +294,7 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
     for n, (s, group) in enumerate(zip(ordered, groups, strict=True), start=1):
         # A call the wire cannot match is attempts.multiset's finding; here only joined calls are placed.
         held = [attempt_of[ref] for ref in s.get("model_call_refs") or [] if ref in attempt_of]
-        if not set(held) <= set(group):
+        if held != group and not set(held) <= set(group):
             reasons.append(f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}")
     provenance = ev.r.get("provenance")
     inferred = isinstance(provenance, dict) and provenance.get("retry_placement") == "inferred"

@@ -21,6 +21,8 @@ MAX_HEADER_DATA = 64 * 1024  # pax and GNU long-name records: real ones are a fe
 _CHUNK = 64 * 1024
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _O_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# The folder a copy starts from (and the one it lands in) is named by the caller and may be reached by a link.
+_O_PARENT = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 _REGULAR = {tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE}
 _SKIPPED = {
@@ -118,15 +120,25 @@ class Collection:
             os.close(root)
 
     def copy_tree(self, src: Path, dest: Path, where: str) -> None:
-        """Copy a saved file or folder as extract() would: regular files and folders only, never through a link."""
+        """Copy a saved file or folder as extract() would: regular files and folders only, never through a link.
+
+        Below src and dest every entry is reached by name from its folder's descriptor (O_NOFOLLOW): no path is
+        resolved again per file (a folder may hold 100,000), and a folder swapped for a link is not entered.
+        """
         try:
-            self._copy_node(src, dest, where)
+            folder = os.open(src.parent, _O_PARENT)
+        except FileNotFoundError:
+            return
+        try:
+            self._copy_node(folder, src.name, dest.parent, dest.name, where)
         except _Stop as stop:
             self.note(stop.finding)
+        finally:
+            os.close(folder)
 
-    def _copy_node(self, src: Path, dest: Path, where: str) -> None:
+    def _copy_node(self, folder: int, name: str, into: int | Path, dest_name: str, where: str) -> None:
         try:
-            st = os.lstat(src)
+            st = os.stat(name, dir_fd=folder, follow_symlinks=False)
         except FileNotFoundError:
             return
         if self.remaining_seconds() <= 0:
@@ -136,9 +148,22 @@ class Collection:
         self.files += 1
         mode = st.st_mode
         if stat.S_ISDIR(mode):
-            dest.mkdir()
-            for child in sorted(os.listdir(src)):
-                self._copy_node(src / child, dest / child, f"{where}/{child}")
+            with _folder(into) as dest:
+                os.mkdir(dest_name, dir_fd=dest)
+                try:
+                    src_dir = os.open(name, _O_DIR, dir_fd=folder)
+                except OSError as exc:
+                    self.note(Finding("special", where, f"cannot be opened as a folder without a link: {exc.strerror}"))
+                    return
+                try:
+                    dest_dir = os.open(dest_name, _O_DIR, dir_fd=dest)
+                    try:
+                        for child in sorted(os.listdir(src_dir)):
+                            self._copy_node(src_dir, child, dest_dir, child, f"{where}/{child}")
+                    finally:
+                        os.close(dest_dir)
+                finally:
+                    os.close(src_dir)
         elif stat.S_ISREG(mode):
             if st.st_size > self.limits.max_bytes - self.copied:
                 left = self.limits.max_bytes - self.copied
@@ -146,16 +171,16 @@ class Collection:
                     Finding("over_cap_file", where, f"{st.st_size} bytes, {left} left of the byte cap; not copied")
                 )
                 return
-            self._copy_file(src, dest, where)
+            self._copy_file(folder, name, into, dest_name, where)
         else:
             kind = {stat.S_IFLNK: "symlink", stat.S_IFIFO: "fifo", stat.S_IFCHR: "device", stat.S_IFBLK: "device"}
             what = kind.get(stat.S_IFMT(mode), "special")
-            target = f" (to {os.readlink(src)[:200]!r})" if what == "symlink" else ""
+            target = f" (to {os.readlink(name, dir_fd=folder)[:200]!r})" if what == "symlink" else ""
             self.note(Finding(what, where, f"not a file or folder; not followed or copied{target}"))
 
-    def _copy_file(self, src: Path, dest: Path, where: str) -> None:
+    def _copy_file(self, folder: int, name: str, into: int | Path, dest_name: str, where: str) -> None:
         try:
-            fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
         except OSError as exc:
             self.note(Finding("special", where, f"cannot be opened without following a link: {exc.strerror}"))
             return
@@ -163,7 +188,8 @@ class Collection:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 self.note(Finding("special", where, "changed into something other than a file while copied"))
                 return
-            out = os.open(dest, _O_NEW, 0o644)
+            with _folder(into) as dest:
+                out = os.open(dest_name, _O_NEW, 0o644, dir_fd=dest)
             try:
                 left = self.limits.max_bytes - self.copied
                 while piece := os.read(fd, min(_CHUNK, left + 1)):
@@ -216,6 +242,19 @@ class Collection:
         if why:
             self.note(Finding("log_incomplete", dest.name, why))
         self.copied += len(head) + len(body)
+
+
+@contextlib.contextmanager
+def _folder(where: int | Path) -> Iterator[int]:
+    """A folder's descriptor: one already open (kept open), or the named folder opened for the moment."""
+    if isinstance(where, int):
+        yield where
+        return
+    fd = os.open(where, _O_PARENT)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 class _Raw:
