@@ -13,6 +13,7 @@ from mitmproxy import ctx, dns, exceptions, http
 from mitmproxy.net.dns import response_codes, types
 
 from proxy_addons import __version__
+from proxy_addons.dispatch import install_hook_dispatch
 from proxy_addons.egress import answer_question, own_address
 from proxy_addons.interpreter import IncomingRequest, Interpreter, OutgoingResponse
 from proxy_addons.responder import ABORT_HEADER, LOOPBACK, PLAN_HEADER, StreamingResponder
@@ -78,6 +79,7 @@ class ScriptedProvider:
         if not self.responder.running:
             await self.responder.start()
         prune_inert_addons(ctx.master.addons, ctx.options)
+        install_hook_dispatch(ctx.master.addons)
 
     def load(self, loader: Any) -> None:
         loader.add_option(OPTION_SCENARIO, str, "", "Scenario JSON file the scripted provider plays.")
