@@ -156,3 +156,40 @@ def test_a_write_waits_for_a_line_older_than_the_bound(tmp_path: Path, monkeypat
 def test_unopenable_witness_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(WitnessWriteError):
         WitnessRecorder(tmp_path / "missing-dir" / "w.jsonl")
+
+
+def test_the_writer_gathers_a_group_for_the_commit_delay_unless_someone_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced_sizes: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced_sizes.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr("proxy_addons.witness.os.fsync", counting_fsync)
+    path = tmp_path / "w.jsonl"
+    recorder = WitnessRecorder(path, lag_bound=60, commit_delay=0.3)
+    for _ in range(3):
+        recorder.write("end", {"attempts": 0, "finished": False})
+    time.sleep(0.05)
+    assert synced_sizes == []  # still gathering the group
+    deadline = time.monotonic() + 10
+    while not synced_sizes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # Nobody waited: one fsync after the delay covered all three lines.
+    assert synced_sizes == [path.stat().st_size]
+    recorder.close()
+
+    # A waiter (here `sync`; also the lag bound and `close`) does not sit out the delay.
+    recorder = WitnessRecorder(path, lag_bound=600, commit_delay=300)
+    recorder.write("end", {"attempts": 0, "finished": False})
+    started = time.monotonic()
+    recorder.sync()
+    assert time.monotonic() - started < 5 and synced_sizes[-1] == path.stat().st_size
+    recorder.write("end", {"attempts": 0, "finished": False})
+    started = time.monotonic()
+    recorder.close()
+    assert time.monotonic() - started < 5 and synced_sizes[-1] == path.stat().st_size
+    assert len(synced_sizes) == 3
