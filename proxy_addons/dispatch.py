@@ -79,6 +79,8 @@ class HookDispatch:
         if groups is None:
             await self._original(event)
             return
+        if not groups:
+            return
         args = event.args()
         for funcs in groups:
             try:

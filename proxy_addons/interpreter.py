@@ -757,7 +757,7 @@ class Interpreter:
         self.recorder.write("attempt", fields, at=completed_at)
         # No log line per attempt: under mitmdump every record is also dispatched as an `add_log` event through
         # all of mitmproxy's addons (~700 Python calls, a tenth of a request's CPU in the proxy), and the witness
-        # and mitmdump's own line per flow already say it.
+        # already says it (the proxy image also turns off mitmdump's own line per flow, flow_detail=0).
 
 
 def _json_bytes(body: Mapping[str, Any]) -> bytes:

@@ -61,8 +61,9 @@ class WitnessWriteError(RuntimeError):
 
 def utc_timestamp(when: datetime | None = None) -> str:
     """UTC ISO-8601 with microseconds and a `Z` suffix."""
-    moment = (when or datetime.now(UTC)).astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    moment = datetime.now(UTC) if when is None else when.astimezone(UTC)
+    # isoformat of an aware UTC time ends in "+00:00"; it is twice as fast as strftime, and this runs twice a reply.
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def sha256_hex(data: bytes) -> str:

@@ -8,6 +8,7 @@ import os
 import re
 import threading
 import time
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,17 @@ def test_headers_are_allow_listed_and_secrets_hashed() -> None:
 
 def test_timestamps_are_utc_with_z() -> None:
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z", utc_timestamp())
+
+
+@pytest.mark.parametrize(
+    ("when", "expected"),
+    [
+        (datetime(2026, 3, 1, 0, 30, tzinfo=timezone(timedelta(hours=2))), "2026-02-28T22:30:00.000000Z"),
+        (datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), "2026-12-31T23:59:59.999999Z"),
+    ],
+)
+def test_utc_timestamp_is_utc_with_six_fraction_digits_and_z(when: datetime, expected: str) -> None:
+    assert utc_timestamp(when) == expected
 
 
 def test_seq_continues_after_existing_lines_and_a_torn_line_is_terminated(tmp_path: Path) -> None:
