@@ -18,6 +18,7 @@ from proxy_addons.egress import answer_question, own_address
 from proxy_addons.interpreter import IncomingRequest, Interpreter, OutgoingResponse
 from proxy_addons.responder import ABORT_HEADER, LOOPBACK, PLAN_HEADER, StreamingResponder
 from proxy_addons.scenario import ScenarioError, load_scenario
+from proxy_addons.typechecks import skip_message_typechecks
 from proxy_addons.wire import RESET, ResetResponse, TimedResponse, WireOutcome
 from proxy_addons.witness import WitnessRecorder, WitnessWriteError, utc_timestamp
 
@@ -80,6 +81,7 @@ class ScriptedProvider:
             await self.responder.start()
         prune_inert_addons(ctx.master.addons, ctx.options)
         install_hook_dispatch(ctx.master.addons)
+        skip_message_typechecks()
 
     def load(self, loader: Any) -> None:
         loader.add_option(OPTION_SCENARIO, str, "", "Scenario JSON file the scripted provider plays.")
