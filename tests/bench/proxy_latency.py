@@ -4,9 +4,9 @@ Both servers run as a pod's proxy does (no network, one CPU); the client runs in
 server's network namespace, as a harness does, and times sequential requests on one keep-alive connection. The
 proxy is set up exactly as an episode sets it up (same image, options and limits), so every answer it gives is
 a witnessed attempt: its line is written and flushed to the kernel before the reply is sent (a proxy crash loses
-nothing) and fsync'd by the witness's writer thread right behind it (group commit; no witness write proceeds while a
-line older than `proxy_addons.witness.SYNC_LAG_BOUND` awaits its fsync, and the `end` line comes after all are on
-disk). After the run the witness is copied out and counted, and must end with its `end` event. The minimal server
+nothing) and fsync'd by the witness's writer thread behind it (group commit: one fsync for the lines of
+`proxy_addons.witness.COMMIT_DELAY`; no witness write proceeds while a line older than `SYNC_LAG_BOUND` awaits its
+fsync, and the `end` line comes after all are on disk). After the run the witness is copied out and counted, and must end with its `end` event. The minimal server
 answers the same bytes without any witness. Printed, never asserted: target +1.5 ms at p50.
 """
 
