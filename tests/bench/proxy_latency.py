@@ -6,8 +6,9 @@ proxy is set up exactly as an episode sets it up (same image, options and limits
 a witnessed attempt: its line is written and flushed to the kernel before the reply is sent (a proxy crash loses
 nothing) and fsync'd by the witness's writer thread behind it (group commit: one fsync for the lines of
 `proxy_addons.witness.COMMIT_DELAY`; no witness write proceeds while a line older than `SYNC_LAG_BOUND` awaits its
-fsync, and the `end` line comes after all are on disk). After the run the witness is copied out and counted, and must end with its `end` event. The minimal server
-answers the same bytes without any witness. Printed, never asserted: target +1.5 ms at p50.
+fsync, and the `end` line comes after all are on disk). After the run the witness is copied out and counted, and
+must end with its `end` event. The minimal server answers the same bytes without any witness. Printed, never
+asserted: target +1.5 ms at p50.
 """
 
 from __future__ import annotations
