@@ -21,6 +21,7 @@ from orchestrator.ahead import PodsAhead
 from orchestrator.episode import EpisodeImages, now_iso, plan_episode, play_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
+from orchestrator.harnesses.isolated import start_server
 from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
 from orchestrator.parallel import run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
@@ -129,6 +130,8 @@ def _run(
     on_episode: Callable[[str, str, dict[str, Any] | None], None] | None,
 ) -> SuiteResult:
     version_timeout = min(VERSION_TIMEOUT_SECONDS, cfg.timeout)
+    # The normalizers' server imports while images are looked up and the first pod starts.
+    start_server()
     # A runtime that builds images (Docker, Podman) builds them here; one that cannot (Apptainer) takes them from
     # the archives `images export` wrote, by the same content-hash tags.
     builder: ImageBuilder | ArchiveImages = (
