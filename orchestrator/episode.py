@@ -28,7 +28,6 @@ from orchestrator.runtime import ContainerHandle, ContainerSpec, PodRuntime, Pod
 from orchestrator.runtime.collect import Collection, CollectLimits
 from orchestrator.runtime.pod import Pod
 from orchestrator.scenarios import Scenario
-from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
 
 log = structlog.get_logger(__name__)
 
@@ -371,6 +370,9 @@ def _finish(
     collection: Collection | None = None,
     normalizer: Normalizer | None = None,
 ) -> dict[str, Any]:
+    # Loaded here, not with this module: the suite imports it while the first pod starts (suite.import_ahead).
+    from orchestrator.verdict import collect_evidence, judge, normalize_native, result_skeleton
+
     result = result_skeleton(harness.name, scenario.name, run_id, episode_id, started, execution)
     if collection is not None:
         result["collection"] = collection.to_json()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import secrets
 import shlex
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,15 +23,14 @@ from orchestrator.ahead import PodsAhead
 from orchestrator.episode import EpisodeImages, now_iso, plan_episode, play_episode, write_json
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
+from orchestrator.harnesses.isolated import start_server
 from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
 from orchestrator.parallel import run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
-from orchestrator.report import report_run
 from orchestrator.resources import input_key, scenario_schema_path
 from orchestrator.runtime import Engine, PodRuntime, deferred_interrupts
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
-from orchestrator.verdict import result_skeleton
 from orchestrator.versions import image_version
 
 log = structlog.get_logger(__name__)
@@ -87,7 +88,29 @@ def _builder(engine: PodRuntime, cfg: RunConfig, on_line: Callable[[str], None] 
     return ImageBuilder(engine, cfg.build, on_line=on_line)
 
 
+# What only runs once a harness has ended (checks, reports): imported while the first pod starts, not before it.
+LATER_MODULES = ("orchestrator.verdict", "orchestrator.report")
+
+
+def import_ahead() -> threading.Thread:
+    """Import LATER_MODULES in a thread: the pod's start is mostly waiting (the proxy's start-up, engine calls),
+    and a failed import here is raised again, where the module is used."""
+
+    def load() -> None:
+        for name in LATER_MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception as exc:  # pragma: no cover - the import where it is used reports it
+                log.debug("import ahead failed", module=name, error=str(exc)[:300])
+
+    thread = threading.Thread(target=load, name="import-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
 def _episode_crashed(paths: EpisodePaths, harness: str, scenario: str, run_id: str, exc: Exception) -> dict[str, Any]:
+    from orchestrator.verdict import result_skeleton
+
     paths.root.mkdir(parents=True, exist_ok=True)
     (paths.root / "episode-error.txt").write_text(traceback.format_exc())
     log.error("episode crashed", harness=harness, scenario=scenario, error=f"{type(exc).__name__}: {exc}"[:500])
@@ -129,6 +152,8 @@ def _run(
     on_episode: Callable[[str, str, dict[str, Any] | None], None] | None,
 ) -> SuiteResult:
     version_timeout = min(VERSION_TIMEOUT_SECONDS, cfg.timeout)
+    # The normalizers' server imports while images are looked up and the first pod starts.
+    start_server()
     # A runtime that builds images (Docker, Podman) builds them here; one that cannot (Apptainer) takes them from
     # the archives `images export` wrote, by the same content-hash tags.
     builder: ImageBuilder | ArchiveImages = (
@@ -203,9 +228,12 @@ def _run(
             on_episode(h.name, sc.name, result)
         return result
 
+    import_ahead()
     with PodsAhead(engine, planners) as ahead:
         results = run_pool(range(len(grid)), episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id))
     # Reports only once every episode has finished; summary.json last, so an interrupted run has none.
     full_suite = {s.name for s in cfg.scenarios} >= {s.name for s in list_scenarios()}
+    from orchestrator.report import report_run
+
     code = report_run(cfg.output, suite, results, full_suite=full_suite, started_at=started_at, finished_at=now_iso())
     return SuiteResult(run_id, cfg.output, results, code)

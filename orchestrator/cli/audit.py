@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.audit import InputChanged, audit
 from orchestrator.cli.run import parse_harness_args
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses import get_harness
@@ -40,6 +39,8 @@ def audit_command(
     Writes scenario_result.json per episode, summary.json, report.md, report.html and junit.xml into OUTPUT.
     Exit code 0: every P0 gate passes; 1: a check failed; 2: an input error or an input changed while read.
     """
+    from orchestrator.audit import InputChanged, audit  # loaded on use: `run` needs none of it
+
     try:
         h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None
         res = audit(source, output, h, rollout_format)

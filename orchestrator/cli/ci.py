@@ -9,8 +9,6 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.ci.report import check_run, collect, dumps, exit_code, render_markdown
-from orchestrator.ci.select import GitError, changed_paths, image_parents, select
 from orchestrator.evidence import validate
 from orchestrator.harnesses import HARNESSES
 from orchestrator.resources import checkout_root
@@ -57,6 +55,8 @@ def select_command(
     """Print the harnesses to probe as JSON (ci-selection/v1): harness files select that harness, shared code
     and dependencies select all, documentation selects none. With neither --base nor --changed-file nor --all,
     paths are read from stdin."""
+    from orchestrator.ci.select import GitError, changed_paths, image_parents, select  # loaded on use
+
     repo = repo or checkout_root() or Path.cwd()
     paths: list[str] = []
     if all_harnesses:
@@ -117,6 +117,8 @@ def report_command(
     Exit code 0: every harness passes; 1: a harness failed a check; 2: a measurement is unavailable (a probe
     exited 2, was cancelled, or left no summary), never a pass.
     """
+    from orchestrator.ci.report import check_run, collect, dumps, exit_code, render_markdown  # loaded on use
+
     expected: list[str | tuple[str, str]] = list(expect or [])
     if expect_json:
         try:

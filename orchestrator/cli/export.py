@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.atif import export_atif
-from orchestrator.audit import find_episodes
 from orchestrator.evidence import FormatError
 from orchestrator.suite import EXIT_ERROR
 
@@ -30,6 +28,9 @@ def export_command(
     Facts ATIF has no field for (failed attempts, HTTP statuses, response ids, exit codes, gaps) are kept under
     `extra.harness_probe`. Exit code 0: all written; 2: an input error.
     """
+    from orchestrator.atif import export_atif  # loaded on use: `run` needs none of it
+    from orchestrator.audit import find_episodes
+
     if fmt != "atif":
         typer.echo(f"harness-probe: unknown export format {fmt!r} (known: atif)", err=True)
         raise typer.Exit(EXIT_ERROR)

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.merge import MergeError, merge_runs
 from orchestrator.suite import EXIT_ERROR, OutputExists
 
 
@@ -23,6 +22,8 @@ def merge_command(
     things (profile, harness-probe version, scenario, image id or harness options: InconsistentShards) and
     unfinished runs (IncompleteShard). Exit code as `run`: 0 pass, 1 a check failed, 2 an error or a missing episode.
     """
+    from orchestrator.merge import MergeError, merge_runs  # loaded on use: `run` needs none of it
+
     try:
         res = merge_runs(sources, output)
     except (MergeError, OutputExists) as exc:

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from orchestrator.report.results import label_matrix, render_results
 from orchestrator.resources import checkout_root
 
 app = typer.Typer(
@@ -30,6 +29,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def _render(harness: str) -> None:
+    from orchestrator.report.results import render_results  # loaded on use: `run` needs none of it
+
     saved = DOCS / "runs" / harness
     regenerate = f"harness-probe results render {harness}"
     _write(DOCS / f"{harness}.md", render_results(saved, harness, regenerate))
@@ -72,6 +73,8 @@ def render(harness: Annotated[str, typer.Argument(help="A harness with a saved r
 @app.command("matrix")
 def matrix() -> None:
     """Regenerate docs/results/README.md: every probed harness x evidence label E1-E10."""
+    from orchestrator.report.results import label_matrix
+
     summaries: dict[str, dict[str, Any]] = {}
     for saved in sorted((DOCS / "runs").glob("*/summary.json")):
         name = saved.parent.name

@@ -48,6 +48,7 @@ class Engine:
 
     def __init__(self, client: docker.DockerClient) -> None:
         self.client = client
+        self._described: dict[str, Any] | None = None
 
     @classmethod
     def connect(cls, timeout: int = 300) -> Engine:
@@ -78,13 +79,18 @@ class Engine:
         return bool(info.get("Rootless")) or any("rootless" in str(o) for o in info.get("SecurityOptions", []))
 
     def describe(self) -> dict[str, Any]:
-        """For runtime.json: which runtime, its version, where (no credentials), rootless or not."""
-        return {
-            "runtime": self.name,
-            "server_version": self.server_version(),
-            "docker_host": redact_host(self.address()),
-            "rootless": self.rootless(),
-        }
+        """For runtime.json: which runtime, its version, where (no credentials), rootless or not.
+
+        Asked once per engine connection (two API calls), not once per episode: a run talks to one engine.
+        """
+        if self._described is None:
+            self._described = {
+                "runtime": self.name,
+                "server_version": self.server_version(),
+                "docker_host": redact_host(self.address()),
+                "rootless": self.rootless(),
+            }
+        return dict(self._described)
 
     def address(self) -> str | None:
         """Where this engine's API is; None for Docker's default socket."""

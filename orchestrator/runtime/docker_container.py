@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -52,9 +52,15 @@ class RunningContainer:
             return b""
 
     def wait_for_log(self, needle: bytes, timeout: float) -> None:
-        """Readiness by log line; on timeout the container's output goes into the error, since that is the diagnosis."""
+        """Readiness by log line, read as the engine streams the output (seen at once, no API call every tenth of a
+        second); on timeout the container's output goes into the error, since that is the diagnosis."""
         deadline = time.monotonic() + timeout
         why = f"did not print {needle!r} within {timeout:.0f}s"
+        try:
+            if self._follow_logs_for(needle, deadline):
+                return
+        except Exception as exc:  # the stream broke (engine, timeout): the polling below decides
+            log.debug("following the log stream failed; polling", container=self.name, error=str(exc)[:300])
         while time.monotonic() < deadline:
             self._c.reload()
             if needle in self.logs():
@@ -65,6 +71,40 @@ class RunningContainer:
             time.sleep(0.1)
         text = self.logs().decode(errors="replace")[-4000:]
         raise TimeoutError(f"container {self.name} {why}; its output:\n{text}")
+
+    def _follow_logs_for(self, needle: bytes, deadline: float) -> bool:
+        """True once the followed output holds `needle`; False when the stream ended (the container stopped) first.
+
+        Read frame by frame as the SDK does (an 8-byte header, then its payload): a read of a fixed size would wait
+        for bytes that a quiet container never prints.
+        """
+        api: Any = self._c.client.api  # type: ignore[union-attr]
+        res = api._get(
+            api._url("/containers/{0}/logs", self.id),
+            params={"stdout": 1, "stderr": 1, "follow": 1, "timestamps": 0},
+            headers={"Accept-Encoding": "identity"},
+            stream=True,
+        )
+        try:
+            api._raise_for_status(res)
+            sock = api._get_raw_response_socket(res)
+            targets: list[Any] = [s for s in (sock, getattr(sock, "_sock", None)) if hasattr(s, "settimeout")]
+            seen = b""
+            while True:
+                for s in targets:
+                    s.settimeout(max(0.05, deadline - time.monotonic()))
+                header = res.raw.read(8)
+                if len(header) < 8:
+                    return False
+                if header[0] not in (0, 1, 2) or header[1:4] != b"\0\0\0":
+                    raise ValueError("the log stream is not framed")  # a TTY container: polled instead
+                payload = res.raw.read(int.from_bytes(header[4:8], "big"))
+                # Only a tail is kept: the needle may span two frames, and the output before it is of no interest.
+                seen = (seen + payload)[-(len(needle) + (1 << 16)) :]
+                if needle in seen:
+                    return True
+        finally:
+            res.close()
 
     def wait(self, timeout: float) -> int | None:
         """Exit code, or None if the deadline passed (the caller decides to kill)."""
@@ -135,7 +175,9 @@ class RunningContainer:
                 return False
             api._raise_for_status(res)
             sock = api._get_raw_response_socket(res)
-            collection.extract(_timed_chunks(res, sock, collection), dest, path, rooted_names=self.rooted_names)
+            collection.extract(
+                _timed_chunks(res, sock, collection.remaining_seconds), dest, path, rooted_names=self.rooted_names
+            )
         finally:
             res.close()
         return True
@@ -156,7 +198,7 @@ class RunningContainer:
             return
         try:
             sock = api._get_raw_response_socket(res)
-            collection.save_log(_demux(_timed_chunks(res, sock, collection)), dest)
+            collection.save_log(_demux(_timed_chunks(res, sock, collection.remaining_seconds)), dest)
         finally:
             res.close()
 
@@ -177,13 +219,13 @@ class RunningContainer:
                 time.sleep(1.0)
 
 
-def _timed_chunks(res: Any, sock: Any, collection: Collection) -> Iterator[bytes]:
+def _timed_chunks(res: Any, sock: Any, remaining: Callable[[], float]) -> Iterator[bytes]:
     # The SDK disables the socket timeout on streams; every read here gets what is left of the deadline.
     # Unix-socket and TLS responses wrap the socket differently; set the deadline on whichever can take it.
     targets: list[Any] = [s for s in (sock, getattr(sock, "_sock", None)) if hasattr(s, "settimeout")]
     while True:
         for s in targets:
-            s.settimeout(max(0.05, collection.remaining_seconds()))
+            s.settimeout(max(0.05, remaining()))
         chunk = res.raw.read(1 << 16)
         if not chunk:
             return

@@ -6,8 +6,8 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from probe_reference.chat import ChatDialog
 from probe_reference.compaction import context_window, due
 from probe_reference.dialogs import ConfigError, open_dialog
 from probe_reference.interrupts import Terminated, shielded
@@ -17,6 +17,9 @@ from probe_reference.replies import Dialog, ModelReply, ReplyFailed
 from probe_reference.rollout import ProtocolName, write_atomic
 from probe_reference.session import Session
 from probe_reference.tools import execute
+
+if TYPE_CHECKING:
+    from probe_reference.chat import ChatDialog
 
 SYSTEM_PROMPT = (
     "You are a careful assistant working in a Linux shell. Use the `bash` tool to run commands when the task "
@@ -120,6 +123,15 @@ def _compact(dialog: ChatDialog, session: Session, step_no: int, prompt: int | N
     return True
 
 
+def _chat_dialog(dialog: Dialog) -> ChatDialog | None:
+    """The dialog when it is Chat's, the one that compacts (its module, and the openai SDK, are loaded then)."""
+    if dialog.protocol != "chat":
+        return None
+    from probe_reference.chat import ChatDialog
+
+    return dialog if isinstance(dialog, ChatDialog) else None
+
+
 def _drive(config: Config, mode: Mode, session: Session) -> int:
     say(
         f"task {config.task_id or '-'}: mode {mode.name}, protocol {config.protocol}, model {config.model}, "
@@ -143,18 +155,19 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
         say(f"cannot start: {exc}")
         return EXIT_FAILED
     # The window is asked for once the first reply reported its prompt size (Chat only: the dialog that compacts).
+    chat = _chat_dialog(dialog)
     window: int | None = None
     window_asked = False
     last_prompt: int | None = None
     try:
         for step_no in range(1, config.max_steps + 1):
             session.begin_step(step_no)
-            if isinstance(dialog, ChatDialog) and last_prompt is not None:
+            if chat is not None and last_prompt is not None:
                 if not window_asked:
                     window_asked = True
-                    window = context_window(dialog.base_url, config.model, config.api_key, config.timeout_s)
-                compacted_ok = not (due(last_prompt, window) and dialog.compactable()) or _compact(
-                    dialog, session, step_no, last_prompt, window
+                    window = context_window(chat.base_url, config.model, config.api_key, config.timeout_s)
+                compacted_ok = not (due(last_prompt, window) and chat.compactable()) or _compact(
+                    chat, session, step_no, last_prompt, window
                 )
                 if not compacted_ok:
                     return EXIT_FAILED

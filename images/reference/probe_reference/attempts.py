@@ -7,9 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import anthropic
 import httpx
-import openai
 
 from probe_reference.clock import utc_now
 from probe_reference.progress import say
@@ -134,11 +132,12 @@ class _ObservedBody(httpx.SyncByteStream):
             self._on_end(None)
 
 
-class _ObservingClient(httpx.Client):
+class ObservingClient(httpx.Client):
     """An SDK's httpx client plus a record of each attempt; retries stay the SDK's own.
 
-    Both SDKs build on httpx and accept an `http_client`: the concrete classes below put this
-    behaviour in front of each SDK's default client, so its timeouts, limits and redirects stay.
+    Both SDKs build on httpx and accept an `http_client`: the concrete classes (chat.py, messages.py) put this
+    behaviour in front of each SDK's default client, so its timeouts, limits and redirects stay. No SDK is
+    imported here, so an episode loads only the SDK of its protocol (the two cost ~1 s of CPU together).
     """
 
     def __init__(self, log: AttemptLog, **kwargs: Any) -> None:
@@ -198,11 +197,3 @@ class _ObservingClient(httpx.Client):
         else:
             category = failure_category(exc, status_seen=True)
             self._log.finish(attempt, error_category=category, error=f"{type(exc).__name__}: {exc}")
-
-
-class ObservingHttpClient(_ObservingClient, openai.DefaultHttpxClient):
-    """For the openai SDK (Chat Completions and Responses)."""
-
-
-class ObservingAnthropicHttpClient(_ObservingClient, anthropic.DefaultHttpxClient):
-    """For the anthropic SDK (Messages)."""

@@ -16,6 +16,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
+from probe_reference.attempts import ObservingClient
 from probe_reference.compaction import SUMMARY_PREFIX, SUMMARY_REQUEST
 from probe_reference.replies import (
     ErrorReply,
@@ -37,6 +38,10 @@ BASH_TOOL: ChatCompletionFunctionToolParam = {
 
 # What an openai SDK call can raise once the SDK has given up, besides our own reply checks.
 OPENAI_FAILURES = (openai.OpenAIError, httpx.HTTPError, MalformedReply, ErrorReply)
+
+
+class ObservingHttpClient(ObservingClient, openai.DefaultHttpxClient):
+    """The openai SDK's default client (Chat Completions and Responses), every attempt recorded."""
 
 
 def openai_failure(exc: BaseException) -> ReplyFailed:

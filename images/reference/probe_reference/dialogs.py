@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import anthropic
-import openai
+from typing import TYPE_CHECKING
 
-from probe_reference.attempts import AttemptLog, ObservingAnthropicHttpClient, ObservingHttpClient
-from probe_reference.chat import ChatDialog
-from probe_reference.messages import MessagesDialog
 from probe_reference.replies import Dialog
-from probe_reference.responses import ResponsesDialog
 from probe_reference.rollout import ProtocolName
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+
+    from probe_reference.attempts import AttemptLog
 
 
 class ConfigError(Exception):
@@ -28,19 +29,32 @@ def open_dialog(
     api_key: str | None,
     timeout_s: float | None,
 ) -> Dialog:
-    """The SDK's own retry count applies; `timeout_s` bounds each HTTP request (None: the SDK's default)."""
+    """The SDK's own retry count applies; `timeout_s` bounds each HTTP request (None: the SDK's default).
+
+    Each protocol's module (and so its SDK) is imported here, when it is used: an episode never loads the other SDK.
+    """
     if protocol == "messages":
+        from probe_reference.messages import MessagesDialog
+
         messages_client = _anthropic_client(log, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
         return MessagesDialog(messages_client, model=model, system_prompt=system_prompt, task=task)
     client = _openai_client(log, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
     if protocol == "responses":
+        from probe_reference.responses import ResponsesDialog
+
         return ResponsesDialog(client, model=model, system_prompt=system_prompt, task=task)
+    from probe_reference.chat import ChatDialog
+
     return ChatDialog(client, model=model, system_prompt=system_prompt, task=task)
 
 
 def _openai_client(
     log: AttemptLog, *, base_url: str | None, api_key: str | None, timeout_s: float | None
 ) -> openai.OpenAI:
+    import openai
+
+    from probe_reference.chat import ObservingHttpClient
+
     http_client = ObservingHttpClient(log)
     try:
         return openai.OpenAI(
@@ -60,6 +74,10 @@ def _anthropic_client(
     # The anthropic SDK only notices a missing key when it sends; say so before anything is sent.
     if not api_key:
         raise ConfigError("no API key: pass --api-key or set ANTHROPIC_API_KEY")
+    import anthropic
+
+    from probe_reference.messages import ObservingAnthropicHttpClient
+
     http_client = ObservingAnthropicHttpClient(log)
     try:
         return anthropic.Anthropic(

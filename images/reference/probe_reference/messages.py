@@ -18,6 +18,7 @@ from anthropic.types import (
     ToolResultBlockParam,
 )
 
+from probe_reference.attempts import ObservingClient
 from probe_reference.replies import (
     ErrorReply,
     MalformedReply,
@@ -36,6 +37,10 @@ MAX_TOKENS = 4096
 BASH_TOOL: ToolParam = {"name": TOOL_NAME, "description": BASH_DESCRIPTION, "input_schema": BASH_PARAMETERS}
 
 ANTHROPIC_FAILURES = (anthropic.AnthropicError, httpx.HTTPError, MalformedReply, ErrorReply)
+
+
+class ObservingAnthropicHttpClient(ObservingClient, anthropic.DefaultHttpxClient):
+    """The anthropic SDK's default client (Messages), every attempt recorded."""
 
 
 def anthropic_failure(exc: BaseException) -> ReplyFailed:

@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 
 import orchestrator.episode as episode
+import orchestrator.verdict as verdict
 from orchestrator.evidence import load_json
 from orchestrator.harnesses import get_harness
 from orchestrator.paths import EpisodePaths
@@ -24,10 +25,11 @@ def test_a_recursion_error_while_checking_is_this_episodes_error(
     def deep(*_: Any) -> Any:
         raise RecursionError("maximum recursion depth exceeded")
 
+    # The episode imports these from orchestrator.verdict when it checks (the suite loads them ahead).
     monkeypatch.setattr(
-        episode, "normalize_native", lambda *_: ({"schema": "probe-rollout/v1"}, {"status": "ok", "message": None})
+        verdict, "normalize_native", lambda *_: ({"schema": "probe-rollout/v1"}, {"status": "ok", "message": None})
     )
-    monkeypatch.setattr(episode, "judge", deep)
+    monkeypatch.setattr(verdict, "judge", deep)
     paths = EpisodePaths(tmp_path / "ep")
     paths.root.mkdir()
     collection = Collection()
