@@ -1,5 +1,6 @@
 """Benchmark: per-episode orchestration overhead on each runtime that answers, beside two bare container starts
-of the same runtime, measured side by side in one run; then the reference catalogue with --jobs 1 and --jobs 2.
+of the same runtime, measured side by side in one run; then the reference catalogue with --jobs 1 on each
+runtime, and on Docker --jobs 1 and --jobs 2 alternated twice (medians).
 
 Overhead = an episode's wall time (as the CLI runs it, `run -H reference -s tool_success`) minus the time the
 harness itself ran (execution.seconds in its scenario_result.json). The warm-up run asks the images' versions,
@@ -34,6 +35,7 @@ HP = str(Path(sys.executable).with_name("harness-probe"))
 ROUNDS = 3
 TARGET_OVERHEAD = 1.5  # x two bare starts
 TARGET_JOBS2 = 0.6  # --jobs 2 wall / --jobs 1 wall
+Catalogue = tuple[float, float, int, CpuSeconds]  # wall, the harnesses' own seconds, episodes, CPU seconds
 
 
 def bare_starts(engine: Engine, tag: str) -> float:
@@ -60,7 +62,7 @@ def episode(runtime: str, tmp: Path, i: int) -> tuple[float, float]:
     return wall, float(result["execution"]["seconds"])
 
 
-def catalogue(engine: Engine, out: Path, jobs: int) -> tuple[float, float, int, CpuSeconds]:
+def catalogue(engine: Engine, out: Path, jobs: int) -> Catalogue:
     """The reference harness on every scenario: wall seconds, the harnesses' own seconds, episodes, CPU seconds."""
     t0 = time.perf_counter()
     argv = [HP, "-q", "run", "-H", "reference", "-o", str(out), "--runtime", engine.name, "--jobs", str(jobs)]
@@ -104,27 +106,44 @@ def main() -> None:
                 f"{overhead:.2f} s = {overhead / bare:.1f}x two bare starts (target {TARGET_OVERHEAD}x: "
                 f"{_mark(overhead / bare <= TARGET_OVERHEAD)})"
             )
-        if "docker" in bare_of:
-            docker_engine = open_engine("docker")
-            assert isinstance(docker_engine, Engine)
-            one, harness_one, n, cpu_one = catalogue(docker_engine, tmp / "jobs1", 1)
-            two, _, _, cpu_two = catalogue(docker_engine, tmp / "jobs2", 2)
-            per = (one - harness_one) / n
-            bare = bare_of["docker"]
-            print(
-                f"reference catalogue on docker ({n} episodes, load average {os.getloadavg()[0]:.1f} on {_cpus()} CPUs)"
-            )
-            print(
-                f"  --jobs 1: {one:.1f} s, of which the harnesses ran {harness_one:.1f} s; orchestration "
-                f"{per:.2f} s per episode = {per / bare:.1f}x two bare starts (target {TARGET_OVERHEAD}x: "
-                f"{_mark(per / bare <= TARGET_OVERHEAD)})"
-            )
-            print(f"    {cpu_one.line(n)}")
-            print(
-                f"  --jobs 2: {two:.1f} s = {two / one:.2f}x the --jobs 1 wall (target <= {TARGET_JOBS2}x: "
-                f"{_mark(two / one <= TARGET_JOBS2)})"
-            )
-            print(f"    {cpu_two.line(n)}")
+        for runtime in bare_of:
+            engine = open_engine(runtime)
+            assert isinstance(engine, Engine)
+            # On Docker --jobs 1 and --jobs 2 alternate, twice, so a change in the load weighs on both alike.
+            ones: list[Catalogue] = []
+            twos: list[Catalogue] = []
+            for r in range(2 if runtime == "docker" else 1):
+                ones.append(catalogue(engine, tmp / f"{runtime}-jobs1-{r}", 1))
+                if runtime == "docker":
+                    twos.append(catalogue(engine, tmp / f"{runtime}-jobs2-{r}", 2))
+            _report_catalogue(runtime, bare_of[runtime], ones, twos)
+
+
+def _report_catalogue(
+    runtime: str,
+    bare: float,
+    ones: list[Catalogue],
+    twos: list[Catalogue],
+) -> None:
+    n = ones[0][2]
+    one = statistics.median(w for w, _, _, _ in ones)
+    per = statistics.median((w - h) / n for w, h, _, _ in ones)
+    print(f"reference catalogue on {runtime} ({n} episodes, load average {os.getloadavg()[0]:.1f} on {_cpus()} CPUs)")
+    print(
+        f"  --jobs 1 (median of {len(ones)}): {one:.1f} s, of which the harnesses ran "
+        f"{statistics.median(h for _, h, _, _ in ones):.1f} s; orchestration {per:.2f} s per episode = "
+        f"{per / bare:.1f}x two bare starts (target {TARGET_OVERHEAD}x: {_mark(per / bare <= TARGET_OVERHEAD)})"
+    )
+    print(f"    {ones[-1][3].line(n)}")
+    if not twos:
+        return
+    two = statistics.median(w for w, _, _, _ in twos)
+    walls = ", ".join(f"{o[0]:.1f}/{t[0]:.1f}" for o, t in zip(ones, twos, strict=True))
+    print(
+        f"  --jobs 2 (median of {len(twos)}): {two:.1f} s = {two / one:.2f}x the --jobs 1 wall (target <= "
+        f"{TARGET_JOBS2}x: {_mark(two / one <= TARGET_JOBS2)}); pairs --jobs 1/--jobs 2 as run: {walls} s"
+    )
+    print(f"    {twos[-1][3].line(n)}")
 
 
 def _cpus() -> int:
