@@ -168,6 +168,8 @@ class Evidence:
     witness: Witness | None = None
     markers: dict[str, str] = field(default_factory=dict)  # marker file name -> content, as collected
     execution: dict[str, Any] | None = None  # scenario_result's execution record: read only by process checks
+    # The rollout was read from JSON text as it was (JSON types only, no tuple): its schema pre-checks need not look.
+    rollout_parsed: bool = False
     errors: dict[str, str] = field(default_factory=dict)  # input name -> why it is unavailable
     # What checks derive from the inputs and share (the call join), kept with the inputs it was derived from.
     derived: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict, repr=False, compare=False)

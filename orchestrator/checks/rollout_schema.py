@@ -23,8 +23,9 @@ def _items(ev: Evidence, key: str) -> list[Any]:
 
 
 def _json_only(ev: Evidence) -> bool:
-    # Looked for once in the whole rollout rather than in each of the 300,000 fragments judged below.
-    return shared(ev, "rollout.json_only", lambda e: not holds_tuple(e.rollout))
+    # A rollout built in Python is looked through for a tuple once, rather than in each of the 300,000 fragments
+    # judged below; one read from JSON text holds none.
+    return ev.rollout_parsed or shared(ev, "rollout.json_only", lambda e: not holds_tuple(e.rollout))
 
 
 def _frag(ev: Evidence, value: Any, pointer: str, at: str) -> list[str]:
