@@ -172,8 +172,10 @@ def _read_witness(path: Path) -> Witness:
     except JsonFault as exc:
         raise FormatError(str(path), [Fault("$", str(exc))]) from None
     lines = _lines(raw)
+    del raw  # the lines hold the text: one copy of a witness of 100 MB is enough
     written = _as_written(lines)
     if written is not None:
+        del lines  # before the indexes are built (peak RSS)
         return Witness(written)
     events: list[dict[str, Any]] = []
     found: list[Fault] = []
@@ -201,6 +203,7 @@ def _read_witness(path: Path) -> Witness:
             if event.get("seq") != len(events):
                 found.append(Fault(f"line {n}: $.seq", f"expected {len(events)}, got {event.get('seq')!r}"))
             events.append(event)
+    del lines
     if events and events[0].get("event") != "start":
         found.append(Fault("line 1: $.event", "the first event must be `start`"))
     if found:
