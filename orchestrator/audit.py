@@ -215,7 +215,10 @@ def _audit_episode(
         else:
             rollout, why = read_rollout(dest.rollout)
             result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
-        judge(result, scenario, collect_evidence(scenario, dest, rollout, why))
+        ev = collect_evidence(scenario, dest, rollout, why)
+        # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
+        ev.rollout_parsed = rollout_format == "probe"
+        judge(result, scenario, ev)
     except Exception as exc:  # one broken episode is reported as an error; the others are still audited
         result["execution"] = {**execution, "status": "error", "error": f"audit failed: {type(exc).__name__}: {exc}"}
         result["verdict"] = "error"

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from pathlib import Path
@@ -25,15 +26,28 @@ _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _O_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _READ = 1 << 20
 _QUOTE = '"'
+# A file whose status last changed this long before the first walk began is "settled": any write since would have
+# set its change time (the kernel's clock, never settable by a user; coarse to a tick or, on some file systems, a
+# second) past the one recorded, so an unchanged status proves unchanged content without reading it again.
+SETTLED_NS = 2_000_000_000
 
 
 def walk(root: Path) -> Iterator[tuple[str, str]]:
     """(path relative to root, sha256) of every regular file below root, sorted by path as strings sort.
 
     Links and special files are named (`not-a-file:<mode>`), never followed, opened or read; a file over the read
-    cap is named by size and time. An episode may hold 100,000 files: each folder is opened once and its entries
-    are opened by name relative to it (no path is resolved twice, and no link below root is ever followed); kinds
-    come from the folder listing, and a regular file is stat'ed through the descriptor it is read by.
+    cap is named by size and time.
+    """
+    for rel, mode, folder, name in _files(root):
+        yield rel, (_digest(folder, name)[0] if mode == stat.S_IFREG else f"not-a-file:{mode:o}")
+
+
+def _files(root: Path) -> Iterator[tuple[str, int, int, str]]:
+    """(path relative to root, kind, its folder's descriptor, name) of every file below root, in path order.
+
+    The descriptor is valid until the next file is asked for. An episode may hold 100,000 files: each folder is
+    opened once and its entries are reached by name relative to it (no path is resolved twice, and no link below
+    root is ever followed); kinds come from the folder listing.
     """
     count = 0
     top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # root itself may be reached by a link
@@ -48,20 +62,21 @@ def walk(root: Path) -> Iterator[tuple[str, str]]:
                     stack.append((sub, prefix + name + "/", iter(_entries(sub))))
                     break
                 count += 1
-                if mode != stat.S_IFREG:
-                    yield prefix + name, f"not-a-file:{mode:o}"
-                    continue
-                if count > MAX_SOURCE_FILES:
+                if mode == stat.S_IFREG and count > MAX_SOURCE_FILES:
                     raise FormatError(
                         str(root), [Fault("$", f"more than {MAX_SOURCE_FILES} files; not an audit source")]
                     )
-                yield prefix + name, _digest(fd, name)
+                yield prefix + name, mode, fd, name
             else:
                 stack.pop()
                 os.close(fd)
     finally:
         for fd, _, _ in stack:
             os.close(fd)
+
+
+def _status(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}:{st.st_mode:o}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def _entries(fd: int) -> list[tuple[str, int]]:
@@ -82,15 +97,16 @@ def _entries(fd: int) -> list[tuple[str, int]]:
     return found
 
 
-def _digest(folder: int, name: str) -> str:
+def _digest(folder: int, name: str) -> tuple[str, os.stat_result | None]:
+    """The file's hash (or what stands for it) and its status as read through the descriptor it was read by."""
     fd = os.open(name, _O_FILE, dir_fd=folder)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return f"not-a-file:{stat.S_IFMT(st.st_mode):o}"  # it changed kind since it was listed
+            return f"not-a-file:{stat.S_IFMT(st.st_mode):o}", None  # it changed kind since it was listed
         if st.st_size > MAX_FILE_BYTES:
             # Hashing it would read it whole; its size and time still show a change.
-            return f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
+            return f"size:{st.st_size}:mtime:{st.st_mtime_ns}", None
         # Sized to the file (a 1 MiB buffer for each of 100,000 small files costs more than reading them), and
         # one byte more: a read that comes back short has met the end, so most files take a single read.
         want = st.st_size + 1
@@ -99,37 +115,57 @@ def _digest(folder: int, name: str) -> str:
             chunk = os.read(fd, want)
             h.update(chunk)
             if len(chunk) < want:
-                return h.hexdigest()
+                return h.hexdigest(), st
         while chunk := os.read(fd, _READ):
             h.update(chunk)
-        return h.hexdigest()
+        return h.hexdigest(), st
     finally:
         os.close(fd)
 
 
 class TreeHashes:
-    """The walk of root as it was when taken, one JSON line per file in an unlinked spool file."""
+    """The walk of root as it was when taken, one line per file in an unlinked spool file.
 
-    def __init__(self, root: Path) -> None:
+    `settled_before`: files whose status changed before this time (ns since the epoch, the kernel's clock) are
+    compared by status in the second walk, not read again (default: SETTLED_NS before this walk begins).
+    """
+
+    def __init__(self, root: Path, settled_before: int | None = None) -> None:
         self.root = root
-        # `<digest>\t<path>` per line: a digest holds no tab, and a path that could be misread (a newline, a
-        # lone surrogate, a leading quote) is written as a JSON string instead.
+        settled = time.time_ns() - SETTLED_NS if settled_before is None else settled_before
+        # `<digest>\t<status>\t<path>` per line (status empty unless the file had settled): neither a digest nor a
+        # status holds a tab, and a path that could be misread (a newline, a lone surrogate, a leading quote) is
+        # written as a JSON string instead.
         self._spool = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")  # noqa: SIM115 (closed by close())
         write = self._spool.write
-        for rel, digest in walk(root):
-            write(f"{digest}\t{rel if rel.isprintable() and rel[:1] != _QUOTE else json.dumps(rel)}\n")
+        for rel, mode, folder, name in _files(root):
+            if mode == stat.S_IFREG:
+                digest, st = _digest(folder, name)
+                status = _status(st) if st is not None and st.st_ctime_ns < settled else ""
+            else:
+                digest, status = f"not-a-file:{mode:o}", ""
+            write(f"{digest}\t{status}\t{rel if rel.isprintable() and rel[:1] != _QUOTE else json.dumps(rel)}\n")
 
-    def items(self) -> Iterator[tuple[str, str]]:
+    def _lines(self) -> Iterator[tuple[str, str, str]]:
         self._spool.seek(0)
         for line in self._spool:
-            digest, _, rel = line[:-1].partition("\t")
-            yield (json.loads(rel) if rel[:1] == _QUOTE else rel), digest
+            digest, status, rel = line[:-1].split("\t", 2)
+            yield (json.loads(rel) if rel[:1] == _QUOTE else rel), digest, status
+
+    def items(self) -> Iterator[tuple[str, str]]:
+        for rel, digest, _ in self._lines():
+            yield rel, digest
 
     def changed(self) -> list[str]:
-        """Paths whose content (or kind) differs from a walk taken now, or that appeared or went away."""
+        """Paths whose content (or kind) differs from a walk taken now, or that appeared or went away.
+
+        A settled file whose status (device, inode, mode, size, modification and change times) is as it was has
+        not been written since: it is not read again (an audit source may hold 100,000 files). Any other file is
+        hashed again and compared by content, as the first walk hashed it.
+        """
         out = []
-        now = walk(self.root)
-        then = self.items()
+        now = _files(self.root)
+        then = self._lines()
         a, b = next(then, None), next(now, None)
         while a is not None or b is not None:
             if b is None or (a is not None and a[0] < b[0]):
@@ -139,13 +175,26 @@ class TreeHashes:
                 out.append(b[0])
                 b = next(now, None)
             else:
-                if a[1] != b[1]:
+                if not _unchanged(b, a[1], a[2]):
                     out.append(a[0])
                 a, b = next(then, None), next(now, None)
         return out
 
     def close(self) -> None:
         self._spool.close()
+
+
+def _unchanged(file: tuple[str, int, int, str], digest: str, status: str) -> bool:
+    _, mode, folder, name = file
+    if mode != stat.S_IFREG:
+        return digest == f"not-a-file:{mode:o}"
+    if status:
+        try:
+            if _status(os.stat(name, dir_fd=folder, follow_symlinks=False)) == status:
+                return True
+        except OSError:
+            pass  # gone or unreadable since it was listed: the read below says so, as it always did
+    return _digest(folder, name)[0] == digest
 
 
 def write_audit_record(path: Path, record: dict[str, Any], hashes: TreeHashes) -> None:

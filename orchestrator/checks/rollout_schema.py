@@ -7,8 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence, scope_of
+from orchestrator.checks.join import shared
 from orchestrator.checks.model import Kind, check
-from orchestrator.evidence import fragment_faults
+from orchestrator.evidence import fragment_faults, holds_tuple
 
 __all__ = ["parse_time"]
 
@@ -21,8 +22,14 @@ def _items(ev: Evidence, key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _frag(value: Any, pointer: str, at: str) -> list[str]:
-    return [str(f) for f in fragment_faults(value, FMT, pointer, at)]
+def _json_only(ev: Evidence) -> bool:
+    # A rollout built in Python is looked through for a tuple once, rather than in each of the 300,000 fragments
+    # judged below; one read from JSON text holds none.
+    return ev.rollout_parsed or shared(ev, "rollout.json_only", lambda e: not holds_tuple(e.rollout))
+
+
+def _frag(ev: Evidence, value: Any, pointer: str, at: str) -> list[str]:
+    return [str(f) for f in fragment_faults(value, FMT, pointer, at, parsed=_json_only(ev))]
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -101,7 +108,7 @@ def calls_protocol(ev: Evidence) -> list[str]:
         value = c.get("protocol")
         if type(value) is str and value in valid:
             continue
-        found = _frag(value, "/$defs/model_call/properties/protocol", f"$.model_calls[{i}].protocol")
+        found = _frag(ev, value, "/$defs/model_call/properties/protocol", f"$.model_calls[{i}].protocol")
         if not found and type(value) is str:
             valid.add(value)
         reasons += found
@@ -179,7 +186,7 @@ def tokens_fields(ev: Evidence) -> list[str]:
     reasons: list[str] = []
     for i, c in enumerate(_items(ev, "model_calls")):
         at = f"$.model_calls[{i}].token_stats"
-        reasons += _frag(c.get("token_stats"), "/$defs/model_call/properties/token_stats", at)
+        reasons += _frag(ev, c.get("token_stats"), "/$defs/model_call/properties/token_stats", at)
     return reasons
 
 
@@ -198,7 +205,7 @@ def invocations_identity(ev: Evidence) -> list[str]:
         return ["$.invocations is empty: no invocation owns the calls"]
     reasons: list[str] = []
     for i, inv in enumerate(invs):
-        reasons += _frag(inv, "/$defs/invocation", f"$.invocations[{i}]")
+        reasons += _frag(ev, inv, "/$defs/invocation", f"$.invocations[{i}]")
     ids = [inv.get("invocation_id") for inv in invs if isinstance(inv, dict)]
     reasons += [f"invocation_id {v!r} used {n} times" for v, n in Counter(ids).items() if n > 1]
     return reasons
@@ -221,7 +228,7 @@ def steps_numbering(ev: Evidence) -> list[str]:
     reasons: list[str] = []
     by_inv: dict[Any, list[Any]] = {}
     for i, st in enumerate(steps):
-        frag = _frag(st, "/$defs/step", f"$.steps[{i}]")
+        frag = _frag(ev, st, "/$defs/step", f"$.steps[{i}]")
         reasons += frag
         if not isinstance(st, dict):
             continue
@@ -256,7 +263,7 @@ def tools_record(ev: Evidence) -> list[str]:
     reasons: list[str] = []
     for i, t in enumerate(tools):
         at = f"$.tool_calls[{i}]"
-        reasons += _frag(t, "/$defs/tool_call", at)
+        reasons += _frag(ev, t, "/$defs/tool_call", at)
         if not isinstance(t, dict):
             continue
         if not (isinstance(t.get("tool_call_id"), str) and t["tool_call_id"]):
@@ -283,7 +290,7 @@ def tools_record(ev: Evidence) -> list[str]:
 def outcome_fields(ev: Evidence) -> list[str]:
     """The outcome says how the run ended: a completed run names its final answer, an error run its failure."""
     out = ev.r.get("outcome")
-    reasons = _frag(out, "/$defs/outcome", "$.outcome")
+    reasons = _frag(ev, out, "/$defs/outcome", "$.outcome")
     if reasons or not isinstance(out, dict):
         return reasons
     if out["status"] == "completed" and not out.get("final_answer"):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.evidence import faults, fragment_faults, fragment_precheck
+from orchestrator.evidence import faults, fragment_faults, fragment_precheck, holds_tuple
 from orchestrator.evidence.validate import _compiled, _fragment_validator, _precheck, _validator
 
 W = "probe-witness/v1"
@@ -154,6 +154,53 @@ def test_tuples_are_judged_by_jsonschema_unless_the_value_was_parsed() -> None:
     assert fragment_faults(["a"], "ci-selection/v1", "/properties/harnesses", "$.harnesses") == []
     assert faults({"nested": [{"x": (1,)}]}, "ci-selection/v1")  # looked through at any depth
     assert _compiled({"type": "array"})((1,), True) is True  # `parsed` promises no tuple: the promise is trusted
+
+
+class _Pair(tuple):  # type: ignore[type-arg]
+    pass
+
+
+class _Thing:
+    def __init__(self) -> None:
+        self.x = [1]
+
+
+def test_holds_tuple_finds_a_tuple_at_any_depth_and_never_calls_json_values_tuples() -> None:
+    json_values: list[Any] = [
+        None,
+        1,
+        1.5,
+        "x",
+        [],
+        {},
+        {"a": [{"b": [1, "2", None, {"c": {}}]}]},
+        [[[[[]]]]],
+        {"k" * 9: 2**70},
+    ]
+    for value in json_values:
+        assert holds_tuple(value) is False, value
+    tuples: list[Any] = [(), (1,), {"a": [{"b": [1, (2,)]}]}, [[[[[()]]]]], {"a": _Pair((1,))}, [_Pair()]]
+    for value in tuples:
+        assert holds_tuple(value) is True, value
+    # A value that is not JSON's at all is never vouched for: jsonschema judges it.
+    assert holds_tuple({"a": _Thing()}) is True
+    assert holds_tuple({(1, 2): "tuple key"}) is True
+
+
+def test_a_tuple_in_a_python_built_rollout_is_still_judged_by_jsonschema() -> None:
+    from orchestrator.checks import Evidence, run_checks, scope_of
+    from tests.unit.checks.conftest import FIXTURES as EPISODES
+
+    scenario = json.loads((EPISODES / "tool_success" / "scenario.json").read_text())
+    rollout = json.loads((EPISODES / "tool_success" / "rollout.json").read_text())
+    refs = rollout["steps"][0]["model_call_refs"]
+    rollout["steps"][0]["model_call_refs"] = tuple(refs)  # an array to jsonschema_rs only
+    by_id = {r.id: r for r in run_checks(Evidence(scenario, rollout=rollout), scope_of(scenario))}
+    assert by_id["steps.numbering"].status == "fail"
+    assert any("$.steps[0].model_call_refs" in r for r in by_id["steps.numbering"].reasons), by_id["steps.numbering"]
+    rollout["steps"][0]["model_call_refs"] = list(refs)
+    by_id = {r.id: r for r in run_checks(Evidence(scenario, rollout=rollout), scope_of(scenario))}
+    assert by_id["steps.numbering"].status == "pass", by_id["steps.numbering"]
 
 
 def test_real_schemas_reject_crafted_witness_lines() -> None:

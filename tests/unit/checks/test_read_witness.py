@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import orchestrator.checks.evidence as evidence_mod
 from orchestrator.checks import read_witness
 from orchestrator.evidence import FormatError
 
@@ -117,3 +118,34 @@ def test_an_unhashable_event_kind_is_a_fault_not_a_crash(tmp_path: Path) -> None
     line = FIXTURE.read_bytes().splitlines()[1].replace(b'"event":"tool_call"', b'"event":["tool_call"]')
     found = _faults(tmp_path, _with_line(2, line))
     assert found and all(f.startswith("line 2: $") for f in found)
+
+
+@pytest.mark.parametrize("episode", sorted(p.name for p in FIXTURE.parents[1].iterdir() if p.is_dir()))
+def test_the_one_pass_reading_gives_what_the_line_by_line_reading_gives(
+    episode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = FIXTURE.parents[1] / episode / "witness.jsonl"
+    assert evidence_mod._as_written(evidence_mod._lines(path.read_bytes())) is not None  # the proxy's own lines
+    fast = read_witness(path).events
+    monkeypatch.setattr(evidence_mod, "_as_written", lambda lines: None)
+    assert read_witness(path).events == fast
+
+
+def test_the_one_pass_reading_leaves_every_other_witness_to_the_line_by_line_reading() -> None:
+    lines = FIXTURE.read_bytes().splitlines()
+    assert evidence_mod._as_written(lines) is not None
+    start = json.loads(lines[0])
+    others = {
+        "default separators": json.dumps(start).encode(),  # read by `loads` too, but not in the proxy's form
+        "duplicate key": lines[0][:-1] + b',"seq":0}',
+        "not an object": b"[1]",
+        "unknown kind": _proxy_line({**start, "event": "nope"}),
+        "unhashable kind": _proxy_line({**start, "event": ["start"]}),
+        "seq out of order": _proxy_line({**start, "seq": 1}),
+        "invalid": _proxy_line({**start, "scenario": 7}),  # the kind's batch pre-check refuses
+        "too deep": _proxy_line({**start, "extra": json.loads("[" * 200 + "]" * 200)}),
+    }
+    for why, line in others.items():
+        assert evidence_mod._as_written([line, *lines[1:]]) is None, why
+    assert evidence_mod._as_written(lines[1:]) is None  # the first event is not `start`
+    assert evidence_mod._as_written([line.decode() for line in lines]) is None  # split as text: not ASCII
