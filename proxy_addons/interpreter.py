@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -10,17 +9,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from proxy_addons import compaction, sse, wire
+from proxy_addons import compaction
+from proxy_addons.attempts import Attempt, AttemptLog
 from proxy_addons.chat import ChatCodec
 from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool, with_python_outputs
 from proxy_addons.delivery_keystrokes import delivery_for
+from proxy_addons.exchange import (
+    JSON_HEADERS,
+    SSE_HEADERS,
+    Answer,
+    IncomingRequest,
+    OutgoingResponse,
+    json_bytes,
+    parse_json_body,
+)
+from proxy_addons.fault_replies import FaultReplies
 from proxy_addons.limits import body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import (
     Codec,
     IssuedToolCall,
     ModelRequest,
-    RenderedReply,
     RequestShapeError,
     ScriptedReply,
     usage_for_auxiliary,
@@ -38,63 +47,18 @@ from proxy_addons.shell_tool import (
     marker_path,
     scripted_command,
 )
-from proxy_addons.wire import ResetResponse, TimedReply, TimedResponse, WireOutcome
-from proxy_addons.witness import WitnessRecorder, WitnessWriteError, sha256_hex, witness_headers
+from proxy_addons.witness import WitnessRecorder, WitnessWriteError, sha256_hex
+
+# Importers (the addon, tests) take the exchange types from here, the interpreter's public surface.
+__all__ = ["CODECS", "Answer", "IncomingRequest", "Interpreter", "OutgoingResponse"]
 
 logger = logging.getLogger(__name__)
-
-JSON_HEADERS = {"content-type": "application/json"}
-PROTOCOL_ERROR_TYPE = "probe_protocol_error"
-
-# HTTP status per violation code. 409 marks "valid request, wrong moment in the script"; 400 and 404
-# are the statuses a real provider would use, so harnesses treat them as non-retryable.
-VIOLATION_STATUS: dict[str, int] = {
-    "unknown_route": 404,
-    "bad_request": 400,
-    "no_shell_tool": 400,
-    "no_finish_tool": 400,
-    "after_final": 409,
-    "tool_result_missing": 409,
-    "tool_not_executed": 409,
-    "script_exhausted": 409,
-    "internal_error": 500,
-    "body_over_cap": 413,
-}
 
 CODECS: dict[str, Codec] = {codec.protocol: codec for codec in (ChatCodec(), ResponsesCodec(), MessagesCodec())}
 # The canned reply to side requests (titles, summaries): short, and plainly not the scripted answer.
 AUXILIARY_TEXT = "Probe session"
-# The comment line a withheld stream sends after its headers, as real providers' keep-alives do.
-WITHHOLD_PREAMBLE = b": probe wait\n\n"
-SSE_HEADERS = {"content-type": sse.CONTENT_TYPE, "cache-control": "no-cache"}
 # `created_at` of the Anthropic model object: any fixed RFC 3339 time.
 MODEL_CREATED_AT = "2025-01-01T00:00:00Z"
-
-
-@dataclass(frozen=True)
-class IncomingRequest:
-    """A provider request as the addon received it, free of mitmproxy types."""
-
-    method: str
-    path: str
-    headers: tuple[tuple[bytes, bytes], ...]
-    # Body with any content-encoding removed (what we parse).
-    body: bytes
-    # Body as on the wire, for the witness hash; None means identical to `body`.
-    raw_body: bytes | None = None
-
-
-@dataclass(frozen=True)
-class OutgoingResponse:
-    """A reply to hand to the client at once, in one piece."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-
-
-# What the interpreter answers: a reply now, a timed reply for the streaming responder, or no reply.
-Answer = OutgoingResponse | TimedResponse | ResetResponse
 
 
 @dataclass
@@ -114,39 +78,6 @@ class _CallState:
         return self.marker == (True, True)
 
 
-@dataclass
-class _Attempt:
-    """Per-request facts accumulated while answering, recorded in the attempt event."""
-
-    attempt_id: str
-    started_at: str
-    request: IncomingRequest
-    parsed: Any = None
-    protocol: str | None = None
-    stream: bool = False
-
-
-class _NotJson(ValueError):
-    pass
-
-
-def _no_constants(name: str) -> Any:
-    # NaN/Infinity are not JSON; accepting them would also make the witness line unserialisable.
-    raise _NotJson(f"not JSON: {name}")
-
-
-def parse_json_body(body: bytes) -> Any:
-    """The body parsed as strict JSON; raises ValueError when it is empty or not JSON."""
-    if not body.strip():
-        raise _NotJson("empty body")
-    return json.loads(body, parse_constant=_no_constants)
-
-
-def format_seconds(value: float) -> str:
-    """Retry-After value: `0`, `2`, `1.5`."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
 class Interpreter:
     """Plays one scenario: owns the script position, issued calls and attempt counters."""
 
@@ -159,6 +90,8 @@ class Interpreter:
     ) -> None:
         self.scenario = scenario
         self.recorder = recorder
+        self._log = AttemptLog(recorder)
+        self._faults = FaultReplies(self._log)
         self.markers_dir = markers_dir
         self._seconds = seconds
         self._attempts = 0
@@ -208,7 +141,7 @@ class Interpreter:
 
     def handle(self, request: IncomingRequest) -> Answer:
         """Answer one request; failures become a recorded 500 (only unrecordable ones escape)."""
-        attempt = _Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
+        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
         self._attempts += 1
         wire_body = request.body if request.raw_body is None else request.raw_body
         over = body_over_cap(request.body) or (body_over_cap(wire_body) if wire_body is not request.body else None)
@@ -228,7 +161,7 @@ class Interpreter:
             logger.exception("internal error while answering %s", attempt.attempt_id)
             return self._reject(attempt, "internal_error", f"{type(exc).__name__}: {exc}")
 
-    def _dispatch(self, attempt: _Attempt) -> Answer:
+    def _dispatch(self, attempt: Attempt) -> Answer:
         request = attempt.request
         route = match_route(request.method, request.path)
         if route.kind is RouteKind.MODEL and route.protocol in CODECS:
@@ -244,7 +177,7 @@ class Interpreter:
         detail = f"no provider route for {request.method} {request.path}"
         return self._reject(attempt, "unknown_route", detail)
 
-    def _models(self, attempt: _Attempt, route: Route) -> OutgoingResponse:
+    def _models(self, attempt: Attempt, route: Route) -> OutgoingResponse:
         # Anthropic clients send `anthropic-version` on every request and expect their own model shape.
         anthropic = any(name.lower() == b"anthropic-version" for name, _ in attempt.request.headers)
         model = self.scenario.model
@@ -271,7 +204,7 @@ class Interpreter:
             error = {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}}
         return self._auxiliary(attempt, 404, error)
 
-    def _model_call(self, attempt: _Attempt, codec: Codec) -> Answer:
+    def _model_call(self, attempt: Attempt, codec: Codec) -> Answer:
         attempt.protocol = codec.protocol
         body = attempt.parsed
         if not isinstance(body, dict):
@@ -304,32 +237,23 @@ class Interpreter:
             self._tools_seen = True
         return answer
 
-    def _scripted(self, attempt: _Attempt, codec: Codec, model_request: ModelRequest) -> Answer:
+    def _scripted(self, attempt: Attempt, codec: Codec, model_request: ModelRequest) -> Answer:
         """The script's answer to a model request that passed the guards: a fault or the due step."""
         model_attempt = self._model_attempts
         fault = self.scenario.fault_for(model_attempt)
         if fault is not None and fault.kind != CUT:
             self._model_attempts += 1
             if fault.kind == WITHHOLD:
-                return self._withhold(attempt, fault, model_attempt)
+                return self._faults.withhold(attempt, fault, model_attempt)
             if fault.kind == RESET:
-                self._record_attempt(
-                    attempt,
-                    kind="model",
-                    status=None,
-                    response=None,
-                    model_attempt=model_attempt,
-                    fault=fault.kind,
-                    ended=wire.RESET,
-                )
-                return ResetResponse()
-            return self._http_error(attempt, codec, fault, model_attempt)
+                return self._faults.reset(attempt, fault, model_attempt)
+            return self._faults.http_error(attempt, codec, fault, model_attempt)
         if self._step >= len(self.scenario.steps):
             detail = f"all {len(self.scenario.steps)} scripted replies were already sent"
             return self._reject(attempt, "script_exhausted", detail)
         return self._play(attempt, codec, model_request, model_attempt, fault)
 
-    def _observe_history(self, attempt: _Attempt, model_request: ModelRequest) -> None:
+    def _observe_history(self, attempt: Attempt, model_request: ModelRequest) -> None:
         results = model_request.latest_results()
         for call_id, state in self._sent.items():
             output = results.get(call_id)
@@ -393,79 +317,10 @@ class Interpreter:
             return ("tool_not_executed", "the scripted command did not run: " + "; ".join(reasons))
         return None
 
-    # -- faults ----------------------------------------------------------------------------------
-
-    def _http_error(self, attempt: _Attempt, codec: Codec, fault: Fault, model_attempt: int) -> Answer:
-        assert fault.status is not None
-        body = codec.error_body(fault.status, fault.message, fault.error_type, str(fault.status))
-        headers = dict(JSON_HEADERS)
-        if fault.retry_after is not None:
-            headers["retry-after"] = format_seconds(fault.retry_after)
-        if fault.delay_seconds <= 0:
-            self._record_attempt(
-                attempt,
-                kind="model",
-                status=fault.status,
-                response=body,
-                model_attempt=model_attempt,
-                fault=fault.kind,
-            )
-            return OutgoingResponse(fault.status, headers, _json_bytes(body))
-
-        def finish(outcome: WireOutcome) -> None:
-            self._record_attempt(
-                attempt,
-                kind="model",
-                status=outcome.status,
-                # A client that gave up during the delay got nothing.
-                response=body if outcome.status is not None else None,
-                model_attempt=model_attempt,
-                fault=fault.kind,
-                ended=outcome.ended,
-                outcome=outcome,
-            )
-
-        reply = TimedReply(
-            status=fault.status, headers=headers, pieces=(_json_bytes(body),), delay_seconds=fault.delay_seconds
-        )
-        return TimedResponse(reply, finish)
-
-    def _withhold(self, attempt: _Attempt, fault: Fault, model_attempt: int) -> TimedResponse:
-        stream = attempt.stream
-
-        def finish(outcome: WireOutcome) -> None:
-            self._record_attempt(
-                attempt,
-                kind="model",
-                status=outcome.status,
-                response=None,
-                model_attempt=model_attempt,
-                sse_events=[] if stream else None,
-                fault=fault.kind,
-                ended=outcome.ended,
-                outcome=outcome,
-            )
-
-        if stream:
-            # A stream that has started and then goes quiet: what idle-timeout logic has to catch.
-            reply = TimedReply(
-                status=200,
-                headers=SSE_HEADERS,
-                chunked=True,
-                preamble=WITHHOLD_PREAMBLE,
-                ending=wire.WITHHELD,
-                hold_seconds=fault.max_seconds,
-            )
-        else:
-            reply = TimedReply(
-                status=200, headers=JSON_HEADERS, send_head=False, ending=wire.WITHHELD, hold_seconds=fault.max_seconds
-            )
-        return TimedResponse(reply, finish)
-
     # -- scripted replies ------------------------------------------------------------------------
 
     def _play(
-        self, attempt: _Attempt, codec: Codec, model_request: ModelRequest, model_attempt: int, cut: Fault | None
+        self, attempt: Attempt, codec: Codec, model_request: ModelRequest, model_attempt: int, cut: Fault | None
     ) -> Answer:
         step_index = self._step
         step = self.scenario.steps[step_index]
@@ -532,9 +387,9 @@ class Interpreter:
             "tool_call_ids": [call.call_id for call in calls],
         }
         if cut is not None:
-            return self._cut(attempt, rendered, cut, model_attempt, step_index, reply_facts)
+            return self._faults.cut(attempt, rendered, cut, model_attempt, step_index, reply_facts)
 
-        self._record_attempt(
+        self._log.record(
             attempt,
             kind="model",
             status=200,
@@ -559,59 +414,7 @@ class Interpreter:
         headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
         return OutgoingResponse(200, headers, rendered.body)
 
-    def _cut(
-        self,
-        attempt: _Attempt,
-        rendered: RenderedReply,
-        fault: Fault,
-        model_attempt: int,
-        step_index: int,
-        reply_facts: Mapping[str, Any],
-    ) -> TimedResponse:
-        """The due step's reply, closed mid-way: it consumes no step and issues none of its calls."""
-        events = rendered.sse_events
-        if rendered.frames is not None and events is not None:
-            pieces = rendered.frames
-            count = len(pieces) // 2 if fault.after_events is None else fault.after_events
-            reply = TimedReply(
-                status=200,
-                headers=SSE_HEADERS,
-                pieces=pieces,
-                chunked=True,
-                send_pieces=count,
-                ending=wire.CUT,
-                hold_seconds=fault.pause_seconds,
-            )
-        else:
-            half = len(rendered.body) // 2
-            reply = TimedReply(
-                status=200,
-                headers={"content-type": rendered.content_type},
-                pieces=(rendered.body[:half], rendered.body[half:]),
-                send_pieces=1,
-                ending=wire.CUT,
-                hold_seconds=fault.pause_seconds,
-            )
-
-        def finish(outcome: WireOutcome) -> None:
-            self._record_attempt(
-                attempt,
-                kind="model",
-                status=outcome.status,
-                response=rendered.response,
-                model_attempt=model_attempt,
-                sse_events=list(events[: outcome.pieces_sent]) if events is not None else None,
-                response_id=rendered.response_id,
-                step=step_index,
-                fault=fault.kind,
-                ended=outcome.ended,
-                outcome=outcome,
-                **reply_facts,
-            )
-
-        return TimedResponse(reply, finish)
-
-    def _write_tool_call(self, attempt: _Attempt, call: IssuedToolCall) -> None:
+    def _write_tool_call(self, attempt: Attempt, call: IssuedToolCall) -> None:
         fields: dict[str, Any] = {
             "attempt_id": attempt.attempt_id,
             "tool_call_id": call.call_id,
@@ -664,13 +467,13 @@ class Interpreter:
 
     # -- side requests and refusals --------------------------------------------------------------
 
-    def _auxiliary_reply(self, attempt: _Attempt, codec: Codec, model_request: ModelRequest) -> OutgoingResponse:
+    def _auxiliary_reply(self, attempt: Attempt, codec: Codec, model_request: ModelRequest) -> OutgoingResponse:
         """A canned text reply to a tool-less side request; it neither uses nor moves the script."""
         usage = usage_for_auxiliary(self._auxiliary_replies) if self.scenario.usage else None
         self._auxiliary_replies += 1
         reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=(), text=AUXILIARY_TEXT, usage=usage)
         rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
-        self._record_attempt(
+        self._log.record(
             attempt,
             kind="auxiliary",
             status=200,
@@ -683,82 +486,12 @@ class Interpreter:
         headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
         return OutgoingResponse(200, headers, rendered.body)
 
-    def _auxiliary(self, attempt: _Attempt, status: int, body: Mapping[str, Any]) -> OutgoingResponse:
-        self._record_attempt(attempt, kind="auxiliary", status=status, response=body)
-        return OutgoingResponse(status, dict(JSON_HEADERS), _json_bytes(body))
+    def _auxiliary(self, attempt: Attempt, status: int, body: Mapping[str, Any]) -> OutgoingResponse:
+        self._log.record(attempt, kind="auxiliary", status=status, response=body)
+        return OutgoingResponse(status, dict(JSON_HEADERS), json_bytes(body))
 
     def _reject(
-        self, attempt: _Attempt, code: str, detail: str, extra: Mapping[str, Any] | None = None
+        self, attempt: Attempt, code: str, detail: str, extra: Mapping[str, Any] | None = None
     ) -> OutgoingResponse:
-        status = VIOLATION_STATUS[code]
         codec = CODECS.get(attempt.protocol) if attempt.protocol is not None else None
-        if codec is not None:
-            body = codec.error_body(status, detail, PROTOCOL_ERROR_TYPE, code)
-        else:
-            body = {"error": {"message": detail, "type": PROTOCOL_ERROR_TYPE, "code": code}}
-        logger.warning("%s rejected (%s): %s", attempt.attempt_id, code, detail)
-        self.recorder.write(
-            "violation", {"attempt_id": attempt.attempt_id, "code": code, "detail": detail, **(extra or {})}
-        )
-        self._record_attempt(attempt, kind="rejected", status=status, response=body)
-        return OutgoingResponse(status, dict(JSON_HEADERS), _json_bytes(body))
-
-    def _record_attempt(
-        self,
-        attempt: _Attempt,
-        *,
-        kind: str,
-        status: int | None,
-        response: Mapping[str, Any] | None,
-        model_attempt: int | None = None,
-        sse_events: list[str] | None = None,
-        response_id: str | None = None,
-        finish_reason: str | None = None,
-        usage: dict[str, int | None] | None = None,
-        step: int | None = None,
-        fault: str | None = None,
-        ended: str = wire.COMPLETE,
-        outcome: WireOutcome | None = None,
-        reply_kind: str | None = None,
-        answer: str | None = None,
-        tool_call_ids: list[str] | None = None,
-    ) -> None:
-        request = attempt.request
-        wire_body = request.body if request.raw_body is None else request.raw_body
-        completed_at = outcome.completed_at if outcome is not None else self.recorder.now()
-        fields: dict[str, Any] = {
-            "attempt_id": attempt.attempt_id,
-            "kind": kind,
-            "model_attempt": model_attempt,
-            "started_at": attempt.started_at,
-            "completed_at": completed_at,
-            "method": request.method,
-            "path": request.path,
-            "protocol": attempt.protocol,
-            "stream": attempt.stream,
-            "headers": witness_headers(request.headers),
-            "request": attempt.parsed,
-            "request_sha256": sha256_hex(wire_body) if wire_body else None,
-            "status": status,
-            "response": dict(response) if response is not None else None,
-            "sse_events": sse_events,
-            "ended": ended,
-            "response_id": response_id,
-            "finish_reason": finish_reason,
-            "usage": usage,
-            "step": step,
-            "fault": fault,
-            "reply_kind": reply_kind,
-            "answer": answer,
-            "tool_call_ids": tool_call_ids or [],
-        }
-        if outcome is not None and outcome.client_disconnected_at is not None:
-            fields["client_disconnected_at"] = outcome.client_disconnected_at
-        self.recorder.write("attempt", fields, at=completed_at)
-        # No log line per attempt: under mitmdump every record is also dispatched as an `add_log` event through
-        # all of mitmproxy's addons (~700 Python calls, a tenth of a request's CPU in the proxy), and the witness
-        # already says it (the proxy image also turns off mitmdump's own line per flow, flow_detail=0).
-
-
-def _json_bytes(body: Mapping[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return self._log.reject(attempt, codec, code, detail, extra)
