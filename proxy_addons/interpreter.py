@@ -11,31 +11,17 @@ from typing import Any
 
 from proxy_addons import compaction
 from proxy_addons.attempts import Attempt, AttemptLog
+from proxy_addons.auxiliary import AuxiliaryReplies
 from proxy_addons.chat import ChatCodec
 from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool, with_python_outputs
 from proxy_addons.delivery_keystrokes import delivery_for
-from proxy_addons.exchange import (
-    JSON_HEADERS,
-    SSE_HEADERS,
-    Answer,
-    IncomingRequest,
-    OutgoingResponse,
-    json_bytes,
-    parse_json_body,
-)
+from proxy_addons.exchange import SSE_HEADERS, Answer, IncomingRequest, OutgoingResponse, parse_json_body
 from proxy_addons.fault_replies import FaultReplies
 from proxy_addons.limits import body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
-from proxy_addons.protocol import (
-    Codec,
-    IssuedToolCall,
-    ModelRequest,
-    RequestShapeError,
-    ScriptedReply,
-    usage_for_auxiliary,
-)
+from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, RequestShapeError, ScriptedReply
 from proxy_addons.responses import ResponsesCodec
-from proxy_addons.routes import Route, RouteKind, match_route
+from proxy_addons.routes import RouteKind, match_route
 from proxy_addons.scenario import CUT, RESET, WITHHOLD, Fault, FinalAnswerStep, Scenario, ToolCallSpec
 from proxy_addons.shell_tool import (
     ShellTool,
@@ -55,10 +41,6 @@ __all__ = ["CODECS", "Answer", "IncomingRequest", "Interpreter", "OutgoingRespon
 logger = logging.getLogger(__name__)
 
 CODECS: dict[str, Codec] = {codec.protocol: codec for codec in (ChatCodec(), ResponsesCodec(), MessagesCodec())}
-# The canned reply to side requests (titles, summaries): short, and plainly not the scripted answer.
-AUXILIARY_TEXT = "Probe session"
-# `created_at` of the Anthropic model object: any fixed RFC 3339 time.
-MODEL_CREATED_AT = "2025-01-01T00:00:00Z"
 
 
 @dataclass
@@ -92,11 +74,11 @@ class Interpreter:
         self.recorder = recorder
         self._log = AttemptLog(recorder)
         self._faults = FaultReplies(self._log)
+        self._auxiliary = AuxiliaryReplies(scenario, self._log, seconds, CODECS["messages"])
         self.markers_dir = markers_dir
         self._seconds = seconds
         self._attempts = 0
         self._model_attempts = 0
-        self._auxiliary_replies = 0
         self._step = 0
         self._final_sent = False
         # Issued calls: replies delivered whole. Only these gate the script (results, markers).
@@ -167,42 +149,17 @@ class Interpreter:
         if route.kind is RouteKind.MODEL and route.protocol in CODECS:
             return self._model_call(attempt, CODECS[route.protocol])
         if route.kind in (RouteKind.MODEL_LIST, RouteKind.MODEL_GET):
-            return self._models(attempt, route)
+            return self._auxiliary.models(attempt, route)
         if route.kind is RouteKind.COUNT_TOKENS:
             # An estimate is all a harness can use it for; the count is not part of any join.
-            return self._auxiliary(attempt, 200, {"input_tokens": max(1, len(request.body) // 4)})
+            return self._auxiliary.json_reply(attempt, 200, {"input_tokens": max(1, len(request.body) // 4)})
         if route.kind is RouteKind.PROBE:
             message = f"{request.method} {request.path} is not served by this provider"
-            return self._auxiliary(attempt, 404, {"error": {"message": message, "type": "not_found", "code": None}})
+            return self._auxiliary.json_reply(
+                attempt, 404, {"error": {"message": message, "type": "not_found", "code": None}}
+            )
         detail = f"no provider route for {request.method} {request.path}"
         return self._reject(attempt, "unknown_route", detail)
-
-    def _models(self, attempt: Attempt, route: Route) -> OutgoingResponse:
-        # Anthropic clients send `anthropic-version` on every request and expect their own model shape.
-        anthropic = any(name.lower() == b"anthropic-version" for name, _ in attempt.request.headers)
-        model = self.scenario.model
-        if anthropic:
-            entry: dict[str, Any] = {
-                "type": "model",
-                "id": model,
-                "display_name": model,
-                "created_at": MODEL_CREATED_AT,
-            }
-            listing: dict[str, Any] = {"data": [entry], "has_more": False, "first_id": model, "last_id": model}
-        else:
-            entry = {"id": model, "object": "model", "created": 0, "owned_by": "probe"}
-            listing = {"object": "list", "data": [entry]}
-        entry.update(compaction.window_fields(self.scenario, anthropic))
-        if route.kind is RouteKind.MODEL_LIST:
-            return self._auxiliary(attempt, 200, listing)
-        if route.model_id == model:
-            return self._auxiliary(attempt, 200, entry)
-        message = f"The model {route.model_id!r} does not exist"
-        if anthropic:
-            error = CODECS["messages"].error_body(404, message, "not_found_error", "model_not_found")
-        else:
-            error = {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}}
-        return self._auxiliary(attempt, 404, error)
 
     def _model_call(self, attempt: Attempt, codec: Codec) -> Answer:
         attempt.protocol = codec.protocol
@@ -226,7 +183,7 @@ class Interpreter:
             if compaction.is_summarization(self.scenario, attempt.parsed):
                 self._note_summarized()
                 self._compacted = True
-            return self._auxiliary_reply(attempt, codec, model_request)
+            return self._auxiliary.side_reply(attempt, codec, model_request)
         violation = self._guard(model_request)
         if violation is not None:
             return self._reject(attempt, *violation)
@@ -465,30 +422,7 @@ class Interpreter:
             final_submit=True,
         )
 
-    # -- side requests and refusals --------------------------------------------------------------
-
-    def _auxiliary_reply(self, attempt: Attempt, codec: Codec, model_request: ModelRequest) -> OutgoingResponse:
-        """A canned text reply to a tool-less side request; it neither uses nor moves the script."""
-        usage = usage_for_auxiliary(self._auxiliary_replies) if self.scenario.usage else None
-        self._auxiliary_replies += 1
-        reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=(), text=AUXILIARY_TEXT, usage=usage)
-        rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
-        self._log.record(
-            attempt,
-            kind="auxiliary",
-            status=200,
-            response=rendered.response,
-            sse_events=list(rendered.sse_events) if rendered.sse_events is not None else None,
-            response_id=rendered.response_id,
-            finish_reason=rendered.finish_reason,
-            usage=rendered.usage.to_witness() if rendered.usage is not None else None,
-        )
-        headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
-        return OutgoingResponse(200, headers, rendered.body)
-
-    def _auxiliary(self, attempt: Attempt, status: int, body: Mapping[str, Any]) -> OutgoingResponse:
-        self._log.record(attempt, kind="auxiliary", status=status, response=body)
-        return OutgoingResponse(status, dict(JSON_HEADERS), json_bytes(body))
+    # -- refusals --------------------------------------------------------------------------------
 
     def _reject(
         self, attempt: Attempt, code: str, detail: str, extra: Mapping[str, Any] | None = None
