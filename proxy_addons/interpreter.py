@@ -1,38 +1,28 @@
-"""Scenario interpreter: answers each request from the script (reply, fault, rejection) and witnesses it."""
+"""Scenario interpreter: routes each request and plays the script (position, guards, issued calls) for it."""
 
 from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from proxy_addons import compaction
 from proxy_addons.attempts import Attempt, AttemptLog
 from proxy_addons.auxiliary import AuxiliaryReplies
 from proxy_addons.chat import ChatCodec
-from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool, with_python_outputs
+from proxy_addons.delivery_code_tool import final_tool_call, find_code_tool, with_python_outputs
 from proxy_addons.delivery_keystrokes import delivery_for
 from proxy_addons.exchange import SSE_HEADERS, Answer, IncomingRequest, OutgoingResponse, parse_json_body
 from proxy_addons.fault_replies import FaultReplies
+from proxy_addons.issued_calls import CallState, final_submit_call, scripted_call, tool_call_fields
 from proxy_addons.limits import body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, RequestShapeError, ScriptedReply
 from proxy_addons.responses import ResponsesCodec
 from proxy_addons.routes import RouteKind, match_route
-from proxy_addons.scenario import CUT, RESET, WITHHOLD, Fault, FinalAnswerStep, Scenario, ToolCallSpec
-from proxy_addons.shell_tool import (
-    ShellTool,
-    build_arguments,
-    expected_output,
-    final_submit_command,
-    final_submit_output,
-    find_shell_tool,
-    marker_path,
-    scripted_command,
-)
+from proxy_addons.scenario import CUT, RESET, WITHHOLD, Fault, FinalAnswerStep, Scenario
+from proxy_addons.shell_tool import find_shell_tool
 from proxy_addons.witness import WitnessRecorder, WitnessWriteError, sha256_hex
 
 # Importers (the addon, tests) take the exchange types from here, the interpreter's public surface.
@@ -41,23 +31,6 @@ __all__ = ["CODECS", "Answer", "IncomingRequest", "Interpreter", "OutgoingRespon
 logger = logging.getLogger(__name__)
 
 CODECS: dict[str, Codec] = {codec.protocol: codec for codec in (ChatCodec(), ResponsesCodec(), MessagesCodec())}
-
-
-@dataclass
-class _CallState:
-    """What the provider has observed about one tool call it sent (issued, or carried by a cut reply)."""
-
-    call: IssuedToolCall
-    attempt_id: str
-    last_output: str | None = None
-    # (present, matches) of the last marker check, None before the first one.
-    marker: tuple[bool, bool] | None = None
-    # A summarization request came after the command ran: the model saw the result there (compaction only).
-    summarized: bool = False
-
-    @property
-    def verified(self) -> bool:
-        return self.marker == (True, True)
 
 
 class Interpreter:
@@ -82,9 +55,9 @@ class Interpreter:
         self._step = 0
         self._final_sent = False
         # Issued calls: replies delivered whole. Only these gate the script (results, markers).
-        self._calls: dict[str, _CallState] = {}
+        self._calls: dict[str, CallState] = {}
         # Every call any reply carried, cut ones included: their results and markers are still evidence.
-        self._sent: dict[str, _CallState] = {}
+        self._sent: dict[str, CallState] = {}
         # Whether a model request with tools has reached the script: from then on, a model request with no
         # tools at all is a side request (title, summary) and gets a canned reply.
         self._tools_seen = False
@@ -232,7 +205,7 @@ class Interpreter:
             # re-checked on later requests and recorded again only if what we see changes.
             self._check_marker(call_id, state)
 
-    def _check_marker(self, call_id: str, state: _CallState) -> None:
+    def _check_marker(self, call_id: str, state: CallState) -> None:
         if not state.verified:
             observation = check_marker(state.call.marker_path, state.call.token)
             if observation != state.marker:
@@ -320,9 +293,9 @@ class Interpreter:
             if isinstance(step, FinalAnswerStep):
                 # The harness takes its final answer only from a command's output (harness_profile).
                 answer = step.answer
-                calls = (self._final_submit_call(codec, shell, prefix or "", step.answer),)
+                calls = (final_submit_call(codec, shell, prefix or "", step.answer, self.markers_dir),)
             else:
-                calls = tuple(self._new_call(codec, shell, spec) for spec in step.calls)
+                calls = tuple(scripted_call(codec, shell, spec, self.markers_dir) for spec in step.calls)
         usage = compaction.reply_usage(self.scenario, model_attempt, self._compacted)
         reply = ScriptedReply(
             response_id=codec.new_response_id(),
@@ -336,8 +309,8 @@ class Interpreter:
         # Calls are witnessed before the reply that carries them can leave the proxy, a cut one included:
         # a harness may still run a call it got in part, and its marker must then be explainable.
         for call in calls:
-            self._write_tool_call(attempt, call)
-            self._sent[call.call_id] = _CallState(call=call, attempt_id=attempt.attempt_id)
+            self.recorder.write("tool_call", tool_call_fields(attempt.attempt_id, call))
+            self._sent[call.call_id] = CallState(call=call, attempt_id=attempt.attempt_id)
         reply_facts: dict[str, Any] = {
             "reply_kind": "final_answer" if answer is not None else "tool_calls",
             "answer": answer,
@@ -370,57 +343,6 @@ class Interpreter:
                 self._final_sent = True
         headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
         return OutgoingResponse(200, headers, rendered.body)
-
-    def _write_tool_call(self, attempt: Attempt, call: IssuedToolCall) -> None:
-        fields: dict[str, Any] = {
-            "attempt_id": attempt.attempt_id,
-            "tool_call_id": call.call_id,
-            "name": call.name,
-            "arguments": dict(call.arguments),
-            "command": call.command,
-            "marker_path": call.marker_path,
-            "token": call.token,
-            "exit_code": call.exit_code,
-            "expected_output": call.expected_output,
-        }
-        if call.namespace is not None:
-            fields["namespace"] = call.namespace
-        if call.final_submit:
-            fields["final_submit"] = True
-        self.recorder.write("tool_call", fields)
-
-    def _new_call(self, codec: Codec, shell: ShellTool, spec: ToolCallSpec) -> IssuedToolCall:
-        call_id = codec.new_tool_call_id()
-        token = f"probe_{uuid.uuid4().hex}"
-        command = scripted_command(self.markers_dir, call_id, token, spec.exit_code)
-        return IssuedToolCall(
-            call_id=call_id,
-            name=shell.name,
-            namespace=shell.namespace,
-            arguments=arguments_for(shell, command),
-            command=command,
-            marker_path=marker_path(self.markers_dir, call_id),
-            token=token,
-            exit_code=spec.exit_code,
-            expected_output=expected_output(token),
-        )
-
-    def _final_submit_call(self, codec: Codec, shell: ShellTool, prefix: str, answer: str) -> IssuedToolCall:
-        call_id = codec.new_tool_call_id()
-        token = f"probe_{uuid.uuid4().hex}"
-        command = final_submit_command(self.markers_dir, call_id, token, prefix, answer)
-        return IssuedToolCall(
-            call_id=call_id,
-            name=shell.name,
-            namespace=shell.namespace,
-            arguments=build_arguments(shell, command),
-            command=command,
-            marker_path=marker_path(self.markers_dir, call_id),
-            token=token,
-            exit_code=0,
-            expected_output=final_submit_output(prefix, answer),
-            final_submit=True,
-        )
 
     # -- refusals --------------------------------------------------------------------------------
 
