@@ -1,150 +1,36 @@
-"""Scenario interpreter: answers each request from the script (reply, fault, rejection) and witnesses it."""
+"""Scenario interpreter: routes each request and plays the script (position, guards, issued calls) for it."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from proxy_addons import compaction, sse, wire
+from proxy_addons import compaction
+from proxy_addons.attempts import Attempt, AttemptLog
+from proxy_addons.auxiliary import AuxiliaryReplies
 from proxy_addons.chat import ChatCodec
-from proxy_addons.delivery_code_tool import arguments_for, final_tool_call, find_code_tool, with_python_outputs
+from proxy_addons.delivery_code_tool import final_tool_call, find_code_tool, with_python_outputs
 from proxy_addons.delivery_keystrokes import delivery_for
+from proxy_addons.exchange import SSE_HEADERS, Answer, IncomingRequest, OutgoingResponse, parse_json_body
+from proxy_addons.fault_replies import FaultReplies
+from proxy_addons.issued_calls import CallState, final_submit_call, scripted_call, tool_call_fields
 from proxy_addons.limits import body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
-from proxy_addons.protocol import (
-    Codec,
-    IssuedToolCall,
-    ModelRequest,
-    RenderedReply,
-    RequestShapeError,
-    ScriptedReply,
-    usage_for_auxiliary,
-)
+from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, RequestShapeError, ScriptedReply
 from proxy_addons.responses import ResponsesCodec
-from proxy_addons.routes import Route, RouteKind, match_route
-from proxy_addons.scenario import CUT, RESET, WITHHOLD, Fault, FinalAnswerStep, Scenario, ToolCallSpec
-from proxy_addons.shell_tool import (
-    ShellTool,
-    build_arguments,
-    expected_output,
-    final_submit_command,
-    final_submit_output,
-    find_shell_tool,
-    marker_path,
-    scripted_command,
-)
-from proxy_addons.wire import ResetResponse, TimedReply, TimedResponse, WireOutcome
-from proxy_addons.witness import WitnessRecorder, WitnessWriteError, sha256_hex, witness_headers
+from proxy_addons.routes import RouteKind, match_route
+from proxy_addons.scenario import CUT, RESET, WITHHOLD, Fault, FinalAnswerStep, Scenario
+from proxy_addons.shell_tool import find_shell_tool
+from proxy_addons.witness import WitnessRecorder, WitnessWriteError, sha256_hex
+
+# Importers (the addon, tests) take the exchange types from here, the interpreter's public surface.
+__all__ = ["CODECS", "Answer", "IncomingRequest", "Interpreter", "OutgoingResponse"]
 
 logger = logging.getLogger(__name__)
 
-JSON_HEADERS = {"content-type": "application/json"}
-PROTOCOL_ERROR_TYPE = "probe_protocol_error"
-
-# HTTP status per violation code. 409 marks "valid request, wrong moment in the script"; 400 and 404
-# are the statuses a real provider would use, so harnesses treat them as non-retryable.
-VIOLATION_STATUS: dict[str, int] = {
-    "unknown_route": 404,
-    "bad_request": 400,
-    "no_shell_tool": 400,
-    "no_finish_tool": 400,
-    "after_final": 409,
-    "tool_result_missing": 409,
-    "tool_not_executed": 409,
-    "script_exhausted": 409,
-    "internal_error": 500,
-    "body_over_cap": 413,
-}
-
 CODECS: dict[str, Codec] = {codec.protocol: codec for codec in (ChatCodec(), ResponsesCodec(), MessagesCodec())}
-# The canned reply to side requests (titles, summaries): short, and plainly not the scripted answer.
-AUXILIARY_TEXT = "Probe session"
-# The comment line a withheld stream sends after its headers, as real providers' keep-alives do.
-WITHHOLD_PREAMBLE = b": probe wait\n\n"
-SSE_HEADERS = {"content-type": sse.CONTENT_TYPE, "cache-control": "no-cache"}
-# `created_at` of the Anthropic model object: any fixed RFC 3339 time.
-MODEL_CREATED_AT = "2025-01-01T00:00:00Z"
-
-
-@dataclass(frozen=True)
-class IncomingRequest:
-    """A provider request as the addon received it, free of mitmproxy types."""
-
-    method: str
-    path: str
-    headers: tuple[tuple[bytes, bytes], ...]
-    # Body with any content-encoding removed (what we parse).
-    body: bytes
-    # Body as on the wire, for the witness hash; None means identical to `body`.
-    raw_body: bytes | None = None
-
-
-@dataclass(frozen=True)
-class OutgoingResponse:
-    """A reply to hand to the client at once, in one piece."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-
-
-# What the interpreter answers: a reply now, a timed reply for the streaming responder, or no reply.
-Answer = OutgoingResponse | TimedResponse | ResetResponse
-
-
-@dataclass
-class _CallState:
-    """What the provider has observed about one tool call it sent (issued, or carried by a cut reply)."""
-
-    call: IssuedToolCall
-    attempt_id: str
-    last_output: str | None = None
-    # (present, matches) of the last marker check, None before the first one.
-    marker: tuple[bool, bool] | None = None
-    # A summarization request came after the command ran: the model saw the result there (compaction only).
-    summarized: bool = False
-
-    @property
-    def verified(self) -> bool:
-        return self.marker == (True, True)
-
-
-@dataclass
-class _Attempt:
-    """Per-request facts accumulated while answering, recorded in the attempt event."""
-
-    attempt_id: str
-    started_at: str
-    request: IncomingRequest
-    parsed: Any = None
-    protocol: str | None = None
-    stream: bool = False
-
-
-class _NotJson(ValueError):
-    pass
-
-
-def _no_constants(name: str) -> Any:
-    # NaN/Infinity are not JSON; accepting them would also make the witness line unserialisable.
-    raise _NotJson(f"not JSON: {name}")
-
-
-def parse_json_body(body: bytes) -> Any:
-    """The body parsed as strict JSON; raises ValueError when it is empty or not JSON."""
-    if not body.strip():
-        raise _NotJson("empty body")
-    return json.loads(body, parse_constant=_no_constants)
-
-
-def format_seconds(value: float) -> str:
-    """Retry-After value: `0`, `2`, `1.5`."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 class Interpreter:
@@ -159,17 +45,19 @@ class Interpreter:
     ) -> None:
         self.scenario = scenario
         self.recorder = recorder
+        self._log = AttemptLog(recorder)
+        self._faults = FaultReplies(self._log)
+        self._auxiliary = AuxiliaryReplies(scenario, self._log, seconds, CODECS["messages"])
         self.markers_dir = markers_dir
         self._seconds = seconds
         self._attempts = 0
         self._model_attempts = 0
-        self._auxiliary_replies = 0
         self._step = 0
         self._final_sent = False
         # Issued calls: replies delivered whole. Only these gate the script (results, markers).
-        self._calls: dict[str, _CallState] = {}
+        self._calls: dict[str, CallState] = {}
         # Every call any reply carried, cut ones included: their results and markers are still evidence.
-        self._sent: dict[str, _CallState] = {}
+        self._sent: dict[str, CallState] = {}
         # Whether a model request with tools has reached the script: from then on, a model request with no
         # tools at all is a side request (title, summary) and gets a canned reply.
         self._tools_seen = False
@@ -208,7 +96,7 @@ class Interpreter:
 
     def handle(self, request: IncomingRequest) -> Answer:
         """Answer one request; failures become a recorded 500 (only unrecordable ones escape)."""
-        attempt = _Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
+        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
         self._attempts += 1
         wire_body = request.body if request.raw_body is None else request.raw_body
         over = body_over_cap(request.body) or (body_over_cap(wire_body) if wire_body is not request.body else None)
@@ -228,50 +116,25 @@ class Interpreter:
             logger.exception("internal error while answering %s", attempt.attempt_id)
             return self._reject(attempt, "internal_error", f"{type(exc).__name__}: {exc}")
 
-    def _dispatch(self, attempt: _Attempt) -> Answer:
+    def _dispatch(self, attempt: Attempt) -> Answer:
         request = attempt.request
         route = match_route(request.method, request.path)
         if route.kind is RouteKind.MODEL and route.protocol in CODECS:
             return self._model_call(attempt, CODECS[route.protocol])
         if route.kind in (RouteKind.MODEL_LIST, RouteKind.MODEL_GET):
-            return self._models(attempt, route)
+            return self._auxiliary.models(attempt, route)
         if route.kind is RouteKind.COUNT_TOKENS:
             # An estimate is all a harness can use it for; the count is not part of any join.
-            return self._auxiliary(attempt, 200, {"input_tokens": max(1, len(request.body) // 4)})
+            return self._auxiliary.json_reply(attempt, 200, {"input_tokens": max(1, len(request.body) // 4)})
         if route.kind is RouteKind.PROBE:
             message = f"{request.method} {request.path} is not served by this provider"
-            return self._auxiliary(attempt, 404, {"error": {"message": message, "type": "not_found", "code": None}})
+            return self._auxiliary.json_reply(
+                attempt, 404, {"error": {"message": message, "type": "not_found", "code": None}}
+            )
         detail = f"no provider route for {request.method} {request.path}"
         return self._reject(attempt, "unknown_route", detail)
 
-    def _models(self, attempt: _Attempt, route: Route) -> OutgoingResponse:
-        # Anthropic clients send `anthropic-version` on every request and expect their own model shape.
-        anthropic = any(name.lower() == b"anthropic-version" for name, _ in attempt.request.headers)
-        model = self.scenario.model
-        if anthropic:
-            entry: dict[str, Any] = {
-                "type": "model",
-                "id": model,
-                "display_name": model,
-                "created_at": MODEL_CREATED_AT,
-            }
-            listing: dict[str, Any] = {"data": [entry], "has_more": False, "first_id": model, "last_id": model}
-        else:
-            entry = {"id": model, "object": "model", "created": 0, "owned_by": "probe"}
-            listing = {"object": "list", "data": [entry]}
-        entry.update(compaction.window_fields(self.scenario, anthropic))
-        if route.kind is RouteKind.MODEL_LIST:
-            return self._auxiliary(attempt, 200, listing)
-        if route.model_id == model:
-            return self._auxiliary(attempt, 200, entry)
-        message = f"The model {route.model_id!r} does not exist"
-        if anthropic:
-            error = CODECS["messages"].error_body(404, message, "not_found_error", "model_not_found")
-        else:
-            error = {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}}
-        return self._auxiliary(attempt, 404, error)
-
-    def _model_call(self, attempt: _Attempt, codec: Codec) -> Answer:
+    def _model_call(self, attempt: Attempt, codec: Codec) -> Answer:
         attempt.protocol = codec.protocol
         body = attempt.parsed
         if not isinstance(body, dict):
@@ -293,7 +156,7 @@ class Interpreter:
             if compaction.is_summarization(self.scenario, attempt.parsed):
                 self._note_summarized()
                 self._compacted = True
-            return self._auxiliary_reply(attempt, codec, model_request)
+            return self._auxiliary.side_reply(attempt, codec, model_request)
         violation = self._guard(model_request)
         if violation is not None:
             return self._reject(attempt, *violation)
@@ -304,32 +167,23 @@ class Interpreter:
             self._tools_seen = True
         return answer
 
-    def _scripted(self, attempt: _Attempt, codec: Codec, model_request: ModelRequest) -> Answer:
+    def _scripted(self, attempt: Attempt, codec: Codec, model_request: ModelRequest) -> Answer:
         """The script's answer to a model request that passed the guards: a fault or the due step."""
         model_attempt = self._model_attempts
         fault = self.scenario.fault_for(model_attempt)
         if fault is not None and fault.kind != CUT:
             self._model_attempts += 1
             if fault.kind == WITHHOLD:
-                return self._withhold(attempt, fault, model_attempt)
+                return self._faults.withhold(attempt, fault, model_attempt)
             if fault.kind == RESET:
-                self._record_attempt(
-                    attempt,
-                    kind="model",
-                    status=None,
-                    response=None,
-                    model_attempt=model_attempt,
-                    fault=fault.kind,
-                    ended=wire.RESET,
-                )
-                return ResetResponse()
-            return self._http_error(attempt, codec, fault, model_attempt)
+                return self._faults.reset(attempt, fault, model_attempt)
+            return self._faults.http_error(attempt, codec, fault, model_attempt)
         if self._step >= len(self.scenario.steps):
             detail = f"all {len(self.scenario.steps)} scripted replies were already sent"
             return self._reject(attempt, "script_exhausted", detail)
         return self._play(attempt, codec, model_request, model_attempt, fault)
 
-    def _observe_history(self, attempt: _Attempt, model_request: ModelRequest) -> None:
+    def _observe_history(self, attempt: Attempt, model_request: ModelRequest) -> None:
         results = model_request.latest_results()
         for call_id, state in self._sent.items():
             output = results.get(call_id)
@@ -351,7 +205,7 @@ class Interpreter:
             # re-checked on later requests and recorded again only if what we see changes.
             self._check_marker(call_id, state)
 
-    def _check_marker(self, call_id: str, state: _CallState) -> None:
+    def _check_marker(self, call_id: str, state: CallState) -> None:
         if not state.verified:
             observation = check_marker(state.call.marker_path, state.call.token)
             if observation != state.marker:
@@ -393,79 +247,10 @@ class Interpreter:
             return ("tool_not_executed", "the scripted command did not run: " + "; ".join(reasons))
         return None
 
-    # -- faults ----------------------------------------------------------------------------------
-
-    def _http_error(self, attempt: _Attempt, codec: Codec, fault: Fault, model_attempt: int) -> Answer:
-        assert fault.status is not None
-        body = codec.error_body(fault.status, fault.message, fault.error_type, str(fault.status))
-        headers = dict(JSON_HEADERS)
-        if fault.retry_after is not None:
-            headers["retry-after"] = format_seconds(fault.retry_after)
-        if fault.delay_seconds <= 0:
-            self._record_attempt(
-                attempt,
-                kind="model",
-                status=fault.status,
-                response=body,
-                model_attempt=model_attempt,
-                fault=fault.kind,
-            )
-            return OutgoingResponse(fault.status, headers, _json_bytes(body))
-
-        def finish(outcome: WireOutcome) -> None:
-            self._record_attempt(
-                attempt,
-                kind="model",
-                status=outcome.status,
-                # A client that gave up during the delay got nothing.
-                response=body if outcome.status is not None else None,
-                model_attempt=model_attempt,
-                fault=fault.kind,
-                ended=outcome.ended,
-                outcome=outcome,
-            )
-
-        reply = TimedReply(
-            status=fault.status, headers=headers, pieces=(_json_bytes(body),), delay_seconds=fault.delay_seconds
-        )
-        return TimedResponse(reply, finish)
-
-    def _withhold(self, attempt: _Attempt, fault: Fault, model_attempt: int) -> TimedResponse:
-        stream = attempt.stream
-
-        def finish(outcome: WireOutcome) -> None:
-            self._record_attempt(
-                attempt,
-                kind="model",
-                status=outcome.status,
-                response=None,
-                model_attempt=model_attempt,
-                sse_events=[] if stream else None,
-                fault=fault.kind,
-                ended=outcome.ended,
-                outcome=outcome,
-            )
-
-        if stream:
-            # A stream that has started and then goes quiet: what idle-timeout logic has to catch.
-            reply = TimedReply(
-                status=200,
-                headers=SSE_HEADERS,
-                chunked=True,
-                preamble=WITHHOLD_PREAMBLE,
-                ending=wire.WITHHELD,
-                hold_seconds=fault.max_seconds,
-            )
-        else:
-            reply = TimedReply(
-                status=200, headers=JSON_HEADERS, send_head=False, ending=wire.WITHHELD, hold_seconds=fault.max_seconds
-            )
-        return TimedResponse(reply, finish)
-
     # -- scripted replies ------------------------------------------------------------------------
 
     def _play(
-        self, attempt: _Attempt, codec: Codec, model_request: ModelRequest, model_attempt: int, cut: Fault | None
+        self, attempt: Attempt, codec: Codec, model_request: ModelRequest, model_attempt: int, cut: Fault | None
     ) -> Answer:
         step_index = self._step
         step = self.scenario.steps[step_index]
@@ -508,9 +293,9 @@ class Interpreter:
             if isinstance(step, FinalAnswerStep):
                 # The harness takes its final answer only from a command's output (harness_profile).
                 answer = step.answer
-                calls = (self._final_submit_call(codec, shell, prefix or "", step.answer),)
+                calls = (final_submit_call(codec, shell, prefix or "", step.answer, self.markers_dir),)
             else:
-                calls = tuple(self._new_call(codec, shell, spec) for spec in step.calls)
+                calls = tuple(scripted_call(codec, shell, spec, self.markers_dir) for spec in step.calls)
         usage = compaction.reply_usage(self.scenario, model_attempt, self._compacted)
         reply = ScriptedReply(
             response_id=codec.new_response_id(),
@@ -524,17 +309,17 @@ class Interpreter:
         # Calls are witnessed before the reply that carries them can leave the proxy, a cut one included:
         # a harness may still run a call it got in part, and its marker must then be explainable.
         for call in calls:
-            self._write_tool_call(attempt, call)
-            self._sent[call.call_id] = _CallState(call=call, attempt_id=attempt.attempt_id)
+            self.recorder.write("tool_call", tool_call_fields(attempt.attempt_id, call))
+            self._sent[call.call_id] = CallState(call=call, attempt_id=attempt.attempt_id)
         reply_facts: dict[str, Any] = {
             "reply_kind": "final_answer" if answer is not None else "tool_calls",
             "answer": answer,
             "tool_call_ids": [call.call_id for call in calls],
         }
         if cut is not None:
-            return self._cut(attempt, rendered, cut, model_attempt, step_index, reply_facts)
+            return self._faults.cut(attempt, rendered, cut, model_attempt, step_index, reply_facts)
 
-        self._record_attempt(
+        self._log.record(
             attempt,
             kind="model",
             status=200,
@@ -559,206 +344,10 @@ class Interpreter:
         headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
         return OutgoingResponse(200, headers, rendered.body)
 
-    def _cut(
-        self,
-        attempt: _Attempt,
-        rendered: RenderedReply,
-        fault: Fault,
-        model_attempt: int,
-        step_index: int,
-        reply_facts: Mapping[str, Any],
-    ) -> TimedResponse:
-        """The due step's reply, closed mid-way: it consumes no step and issues none of its calls."""
-        events = rendered.sse_events
-        if rendered.frames is not None and events is not None:
-            pieces = rendered.frames
-            count = len(pieces) // 2 if fault.after_events is None else fault.after_events
-            reply = TimedReply(
-                status=200,
-                headers=SSE_HEADERS,
-                pieces=pieces,
-                chunked=True,
-                send_pieces=count,
-                ending=wire.CUT,
-                hold_seconds=fault.pause_seconds,
-            )
-        else:
-            half = len(rendered.body) // 2
-            reply = TimedReply(
-                status=200,
-                headers={"content-type": rendered.content_type},
-                pieces=(rendered.body[:half], rendered.body[half:]),
-                send_pieces=1,
-                ending=wire.CUT,
-                hold_seconds=fault.pause_seconds,
-            )
-
-        def finish(outcome: WireOutcome) -> None:
-            self._record_attempt(
-                attempt,
-                kind="model",
-                status=outcome.status,
-                response=rendered.response,
-                model_attempt=model_attempt,
-                sse_events=list(events[: outcome.pieces_sent]) if events is not None else None,
-                response_id=rendered.response_id,
-                step=step_index,
-                fault=fault.kind,
-                ended=outcome.ended,
-                outcome=outcome,
-                **reply_facts,
-            )
-
-        return TimedResponse(reply, finish)
-
-    def _write_tool_call(self, attempt: _Attempt, call: IssuedToolCall) -> None:
-        fields: dict[str, Any] = {
-            "attempt_id": attempt.attempt_id,
-            "tool_call_id": call.call_id,
-            "name": call.name,
-            "arguments": dict(call.arguments),
-            "command": call.command,
-            "marker_path": call.marker_path,
-            "token": call.token,
-            "exit_code": call.exit_code,
-            "expected_output": call.expected_output,
-        }
-        if call.namespace is not None:
-            fields["namespace"] = call.namespace
-        if call.final_submit:
-            fields["final_submit"] = True
-        self.recorder.write("tool_call", fields)
-
-    def _new_call(self, codec: Codec, shell: ShellTool, spec: ToolCallSpec) -> IssuedToolCall:
-        call_id = codec.new_tool_call_id()
-        token = f"probe_{uuid.uuid4().hex}"
-        command = scripted_command(self.markers_dir, call_id, token, spec.exit_code)
-        return IssuedToolCall(
-            call_id=call_id,
-            name=shell.name,
-            namespace=shell.namespace,
-            arguments=arguments_for(shell, command),
-            command=command,
-            marker_path=marker_path(self.markers_dir, call_id),
-            token=token,
-            exit_code=spec.exit_code,
-            expected_output=expected_output(token),
-        )
-
-    def _final_submit_call(self, codec: Codec, shell: ShellTool, prefix: str, answer: str) -> IssuedToolCall:
-        call_id = codec.new_tool_call_id()
-        token = f"probe_{uuid.uuid4().hex}"
-        command = final_submit_command(self.markers_dir, call_id, token, prefix, answer)
-        return IssuedToolCall(
-            call_id=call_id,
-            name=shell.name,
-            namespace=shell.namespace,
-            arguments=build_arguments(shell, command),
-            command=command,
-            marker_path=marker_path(self.markers_dir, call_id),
-            token=token,
-            exit_code=0,
-            expected_output=final_submit_output(prefix, answer),
-            final_submit=True,
-        )
-
-    # -- side requests and refusals --------------------------------------------------------------
-
-    def _auxiliary_reply(self, attempt: _Attempt, codec: Codec, model_request: ModelRequest) -> OutgoingResponse:
-        """A canned text reply to a tool-less side request; it neither uses nor moves the script."""
-        usage = usage_for_auxiliary(self._auxiliary_replies) if self.scenario.usage else None
-        self._auxiliary_replies += 1
-        reply = ScriptedReply(response_id=codec.new_response_id(), tool_calls=(), text=AUXILIARY_TEXT, usage=usage)
-        rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
-        self._record_attempt(
-            attempt,
-            kind="auxiliary",
-            status=200,
-            response=rendered.response,
-            sse_events=list(rendered.sse_events) if rendered.sse_events is not None else None,
-            response_id=rendered.response_id,
-            finish_reason=rendered.finish_reason,
-            usage=rendered.usage.to_witness() if rendered.usage is not None else None,
-        )
-        headers = dict(SSE_HEADERS) if rendered.sse_events is not None else {"content-type": rendered.content_type}
-        return OutgoingResponse(200, headers, rendered.body)
-
-    def _auxiliary(self, attempt: _Attempt, status: int, body: Mapping[str, Any]) -> OutgoingResponse:
-        self._record_attempt(attempt, kind="auxiliary", status=status, response=body)
-        return OutgoingResponse(status, dict(JSON_HEADERS), _json_bytes(body))
+    # -- refusals --------------------------------------------------------------------------------
 
     def _reject(
-        self, attempt: _Attempt, code: str, detail: str, extra: Mapping[str, Any] | None = None
+        self, attempt: Attempt, code: str, detail: str, extra: Mapping[str, Any] | None = None
     ) -> OutgoingResponse:
-        status = VIOLATION_STATUS[code]
         codec = CODECS.get(attempt.protocol) if attempt.protocol is not None else None
-        if codec is not None:
-            body = codec.error_body(status, detail, PROTOCOL_ERROR_TYPE, code)
-        else:
-            body = {"error": {"message": detail, "type": PROTOCOL_ERROR_TYPE, "code": code}}
-        logger.warning("%s rejected (%s): %s", attempt.attempt_id, code, detail)
-        self.recorder.write(
-            "violation", {"attempt_id": attempt.attempt_id, "code": code, "detail": detail, **(extra or {})}
-        )
-        self._record_attempt(attempt, kind="rejected", status=status, response=body)
-        return OutgoingResponse(status, dict(JSON_HEADERS), _json_bytes(body))
-
-    def _record_attempt(
-        self,
-        attempt: _Attempt,
-        *,
-        kind: str,
-        status: int | None,
-        response: Mapping[str, Any] | None,
-        model_attempt: int | None = None,
-        sse_events: list[str] | None = None,
-        response_id: str | None = None,
-        finish_reason: str | None = None,
-        usage: dict[str, int | None] | None = None,
-        step: int | None = None,
-        fault: str | None = None,
-        ended: str = wire.COMPLETE,
-        outcome: WireOutcome | None = None,
-        reply_kind: str | None = None,
-        answer: str | None = None,
-        tool_call_ids: list[str] | None = None,
-    ) -> None:
-        request = attempt.request
-        wire_body = request.body if request.raw_body is None else request.raw_body
-        completed_at = outcome.completed_at if outcome is not None else self.recorder.now()
-        fields: dict[str, Any] = {
-            "attempt_id": attempt.attempt_id,
-            "kind": kind,
-            "model_attempt": model_attempt,
-            "started_at": attempt.started_at,
-            "completed_at": completed_at,
-            "method": request.method,
-            "path": request.path,
-            "protocol": attempt.protocol,
-            "stream": attempt.stream,
-            "headers": witness_headers(request.headers),
-            "request": attempt.parsed,
-            "request_sha256": sha256_hex(wire_body) if wire_body else None,
-            "status": status,
-            "response": dict(response) if response is not None else None,
-            "sse_events": sse_events,
-            "ended": ended,
-            "response_id": response_id,
-            "finish_reason": finish_reason,
-            "usage": usage,
-            "step": step,
-            "fault": fault,
-            "reply_kind": reply_kind,
-            "answer": answer,
-            "tool_call_ids": tool_call_ids or [],
-        }
-        if outcome is not None and outcome.client_disconnected_at is not None:
-            fields["client_disconnected_at"] = outcome.client_disconnected_at
-        self.recorder.write("attempt", fields, at=completed_at)
-        # No log line per attempt: under mitmdump every record is also dispatched as an `add_log` event through
-        # all of mitmproxy's addons (~700 Python calls, a tenth of a request's CPU in the proxy), and the witness
-        # already says it (the proxy image also turns off mitmdump's own line per flow, flow_detail=0).
-
-
-def _json_bytes(body: Mapping[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return self._log.reject(attempt, codec, code, detail, extra)
