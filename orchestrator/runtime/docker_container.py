@@ -90,7 +90,8 @@ class RunningContainer:
             sock = api._get_raw_response_socket(res)
             targets: list[Any] = [s for s in (sock, getattr(sock, "_sock", None)) if hasattr(s, "settimeout")]
             seen = b""
-            while True:
+            # A container that prints without pause never lets a read time out: the deadline is checked per frame.
+            while time.monotonic() < deadline:
                 for s in targets:
                     s.settimeout(max(0.05, deadline - time.monotonic()))
                 header = res.raw.read(8)
@@ -103,6 +104,7 @@ class RunningContainer:
                 seen = (seen + payload)[-(len(needle) + (1 << 16)) :]
                 if needle in seen:
                     return True
+            return False
         finally:
             res.close()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import secrets
 import signal
 import subprocess
 import threading
@@ -19,7 +20,7 @@ import pytest
 
 from orchestrator.evidence import load_json
 from orchestrator.runtime import Engine
-from orchestrator.runtime.spec import OWNER_LABEL
+from orchestrator.runtime.spec import OWNER_LABEL, ContainerSpec, create_labels
 from tests.integration.conftest import HP, Images, hp, labelled
 from tests.integration.test_isolation import host_addresses
 
@@ -238,3 +239,23 @@ def test_a_killed_run_is_swept_by_the_next(moment: str, engine: Engine, images: 
         assert obj.split(" ", 1)[1] in log
     assert _objects_of(engine, run.proc.pid) == []
     assert not (tmp_path / "killed" / "summary.json").exists()
+
+
+def test_a_container_that_never_stops_printing_is_not_waited_on_past_the_readiness_deadline(
+    engine: Engine, images: Images
+) -> None:
+    # Every read of the followed log stream gets bytes before its socket timeout, so only a deadline checked per
+    # frame ends the wait.
+    spec = ContainerSpec(
+        image=images.base.tag,
+        name=f"hp-chatty-{secrets.token_hex(4)}",
+        entrypoint=["/bin/sh", "-c"],
+        command=["while :; do echo chatter; sleep 0.01; done"],
+        labels=create_labels(f"chatty-{secrets.token_hex(4)}"),
+    )
+    with engine.container(spec) as rc:
+        rc.start()
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError, match="did not print"):
+            rc.wait_for_log(b"listening", timeout=3)
+        assert time.monotonic() - t0 < 15
