@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import tempfile
 import traceback
@@ -88,6 +89,11 @@ def main() -> None:
         saved = _save_traceback()
         print(f"harness-probe: internal error: {type(exc).__name__}: {str(exc)[:500]}{saved}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
+    # The command is done and has removed what it made: an interrupt from here on has nothing left to stop, and
+    # during the interpreter's shutdown (after its handlers are gone) it would turn the run's exit code into a
+    # death by signal. Ignored handlers are the ones Python leaves in place at shutdown.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

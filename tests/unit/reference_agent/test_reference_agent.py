@@ -312,9 +312,16 @@ def sigterm_after(argv: list[str], marker: bytes, rollout_path: Path) -> dict[st
     while marker not in seen and time.monotonic() < deadline and proc.poll() is None:
         if select.select([proc.stderr], [], [], 0.1)[0]:
             seen += os.read(proc.stderr.fileno(), 4096)
-    assert marker in seen, seen
-    proc.send_signal(signal.SIGTERM)
-    _, rest = proc.communicate(timeout=20)
+    try:
+        assert marker in seen, seen
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=20)
+    finally:
+        # A failure here must not leave the agent running, or its pipe open for a later test to trip over.
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        proc.stderr.close()
     assert proc.returncode == 143, seen + rest
     rollout: dict[str, Any] = json.loads(rollout_path.read_text())
     validate(rollout)
