@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from orchestrator.evidence import (
     Fault,
     FormatError,
@@ -18,7 +16,7 @@ from orchestrator.evidence import (
     fragment_precheck,
 )
 from orchestrator.evidence.bulk import gc_paused
-from orchestrator.evidence.jsonread import MAX_DEPTH, JsonFault, loads, read_bytes
+from orchestrator.evidence.jsonread import JsonFault, compact_object, loads, read_bytes
 
 __all__ = ["Evidence", "Witness", "read_witness", "scope_of"]
 
@@ -128,31 +126,26 @@ def _lines(raw: bytes) -> Sequence[str | bytes]:
     return raw.decode("utf-8", errors="replace").splitlines()
 
 
-def _as_written(lines: Sequence[str | bytes]) -> list[dict[str, Any]] | None:
-    """The events, when every line is as the proxy writes it (compact, ASCII) and valid; None when any is not.
+def _as_proxy_wrote(lines: Sequence[str | bytes]) -> list[dict[str, Any]] | None:
+    """The events, when every line is as the proxy writes it (orjson's compact form) and valid; None when any is not.
 
-    What the line-by-line reading below would give, at less cost: a line equal, byte for byte, to orjson's
-    serialisation of the value orjson read from it is what `loads` accepts, as it reads it (see jsonread._fast),
-    and the events of each kind are pre-checked in one call. Anything else (a fault to name, a line to read
-    strictly) is left to the reading below, which then decides alone.
+    What the line-by-line reading below would give, at less cost: each line is read by `compact_object` (what
+    `loads` reads from such a line), and the events of each kind are pre-checked in one call. Anything else (a
+    fault to name, a line to read strictly) is left to the reading below, which then decides alone.
     """
     events: list[dict[str, Any]] = []
     by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in _EVENT_KINDS}
-    read, write = orjson.loads, orjson.dumps
     for line in lines:
         if not isinstance(line, bytes):
             return None
         if not line.strip():
             continue
-        try:
-            event = read(line)
-            if type(event) is not dict or write(event) != line:
-                return None
-        except (ValueError, TypeError):  # orjson's decode and encode errors
+        event = compact_object(line)
+        if event is None:
             return None
         kind = event.get("event")
         same_kind = by_kind.get(kind) if type(kind) is str else None
-        if same_kind is None or event.get("seq") != len(events) or line.count(b"[") + line.count(b"{") > MAX_DEPTH:
+        if same_kind is None or event.get("seq") != len(events):
             return None
         same_kind.append(event)
         events.append(event)
@@ -173,7 +166,7 @@ def _read_witness(path: Path) -> Witness:
         raise FormatError(str(path), [Fault("$", str(exc))]) from None
     lines = _lines(raw)
     del raw  # the lines hold the text: one copy of a witness of 100 MB is enough
-    written = _as_written(lines)
+    written = _as_proxy_wrote(lines)
     if written is not None:
         del lines  # before the indexes are built (peak RSS)
         return Witness(written)

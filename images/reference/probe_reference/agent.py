@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from probe_reference.compaction import context_window, due
 from probe_reference.dialogs import ConfigError, open_dialog
-from probe_reference.interrupts import Terminated, shielded
+from probe_reference.interrupts import Terminated, in_worker, shielded
 from probe_reference.modes import MODES, Mode
 from probe_reference.progress import say
 from probe_reference.replies import Dialog, ModelReply, ReplyFailed
@@ -60,11 +61,11 @@ def run(config: Config) -> int:
     exit_code = EXIT_FAILED
     try:
         exit_code = _drive(config, mode, session)
-    except KeyboardInterrupt:
-        _interrupted(session, "interrupted by SIGINT")
+    except KeyboardInterrupt as exc:
+        _interrupted(session, "interrupted by SIGINT", exc)
         exit_code = EXIT_SIGINT
     except Terminated as exc:
-        _interrupted(session, f"terminated: {exc}")
+        _interrupted(session, f"terminated: {exc}", exc)
         exit_code = EXIT_SIGTERM
     except Exception as exc:
         # A bug in the agent itself: still say so in the rollout rather than leaving the outcome unknown.
@@ -81,7 +82,9 @@ def run(config: Config) -> int:
     return exit_code
 
 
-def _interrupted(session: Session, reason: str) -> None:
+def _interrupted(session: Session, reason: str, exc: BaseException) -> None:
+    # A model call still in flight is abandoned in its worker: its attempt ends here, as the SDK would have ended it.
+    session.attempts.close("interrupted", f"{type(exc).__name__}: {exc}")
     session.attempts.settle_unresolved("interrupted", reason)
     session.fail("interrupted", reason)
     say(reason)
@@ -92,7 +95,7 @@ def _ask(dialog: Dialog, session: Session, config: Config, step_no: int) -> Mode
     retries = 0
     while True:
         try:
-            return dialog.request(stream=config.stream)
+            return in_worker(lambda: dialog.request(stream=config.stream), name="model-call")
         except ReplyFailed as exc:
             if not exc.broken_stream or retries >= config.stream_retries:
                 raise
@@ -108,7 +111,7 @@ def _compact(dialog: ChatDialog, session: Session, step_no: int, prompt: int | N
     say(f"step {step_no}: prompt of {prompt} tokens in a {window}-token window: compacting the history")
     first = len(session.attempts.attempts)
     try:
-        summary = dialog.summarize()
+        summary = in_worker(dialog.summarize, name="model-call")
     except ReplyFailed as exc:
         session.attempts.settle_unresolved(exc.category, exc.payload)
         session.add_compaction(step_no, [a.model_call_id for a in session.attempts.attempts[first:]])
@@ -159,13 +162,15 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
     window: int | None = None
     window_asked = False
     last_prompt: int | None = None
+    interrupted = False
     try:
         for step_no in range(1, config.max_steps + 1):
             session.begin_step(step_no)
             if chat is not None and last_prompt is not None:
                 if not window_asked:
                     window_asked = True
-                    window = context_window(chat.base_url, config.model, config.api_key, config.timeout_s)
+                    lookup = partial(context_window, chat.base_url, config.model, config.api_key, config.timeout_s)
+                    window = in_worker(lookup, name="models-lookup")
                 compacted_ok = not (due(last_prompt, window) and chat.compactable()) or _compact(
                     chat, session, step_no, last_prompt, window
                 )
@@ -196,8 +201,14 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
                 say(f"step {step_no}: {call.tool_call_id} exited {result.exit_code} ({result.status})")
                 session.add_tool_result(step_no, call, result)
                 dialog.add_tool_result(call, result.output)
+    except (KeyboardInterrupt, Terminated):
+        # The interrupted call's worker may still be inside the client: it is left as it is, not closed under it
+        # from here (the process is ending, and its sockets with it).
+        interrupted = True
+        raise
     finally:
-        dialog.close()
+        if not interrupted:
+            dialog.close()
     session.fail("max_steps", f"no final answer after {config.max_steps} steps")
     say(f"giving up after {config.max_steps} steps")
     return EXIT_FAILED

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,26 +39,51 @@ class Attempt:
 
 
 class AttemptLog:
-    """The ordered record of attempts; the HTTP client writes to it, the agent completes 2xx entries."""
+    """The ordered record of attempts; the HTTP client writes to it, the agent completes 2xx entries.
+
+    The client runs in a worker thread (interrupts.in_worker). When the agent is interrupted it closes the log,
+    and whatever the abandoned worker does after that is not recorded: the rollout is written from a log that
+    no longer changes.
+    """
 
     def __init__(self) -> None:
         self.attempts: list[Attempt] = []
         # The policy turn that attempts made from now on belong to (set by the agent at each step).
         self.step_no: int | None = None
         self.open: Attempt | None = None
+        self._lock = threading.RLock()  # finish() is called from begin() with it held
+        self._closed = False
 
     def begin(self) -> Attempt:
-        if self.open is not None:
-            # A new request while one is open means the client followed a redirect: that hop is done.
-            self.finish(self.open)
-        attempt = Attempt(model_call_id=f"mc-{len(self.attempts) + 1}", step_no=self.step_no, started_at=utc_now())
-        self.attempts.append(attempt)
-        self.open = attempt
-        return attempt
+        with self._lock:
+            attempt = Attempt(model_call_id=f"mc-{len(self.attempts) + 1}", step_no=self.step_no, started_at=utc_now())
+            if self._closed:
+                return attempt  # not recorded: the run has ended
+            if self.open is not None:
+                # A new request while one is open means the client followed a redirect: that hop is done.
+                self.finish(self.open)
+            self.attempts.append(attempt)
+            self.open = attempt
+            return attempt
+
+    def saw_status(self, status_code: int) -> None:
+        with self._lock:
+            if self.open is not None and not self._closed:
+                self.open.status_code = status_code
+
+    def close(self, error_category: str, error: object) -> None:
+        """End the record: the open attempt (if any) failed with `error_category`; later changes are dropped."""
+        with self._lock:
+            if self.open is not None:
+                self.finish(self.open, error_category=error_category, error=error)
+            self._closed = True
 
     def finish(self, attempt: Attempt, *, error_category: str | None = None, error: object = None) -> None:
-        if attempt.completed_at is not None:
-            return
+        with self._lock:
+            if attempt.completed_at is None and not self._closed:
+                self._finish(attempt, error_category, error)
+
+    def _finish(self, attempt: Attempt, error_category: str | None, error: object) -> None:
         attempt.completed_at = utc_now()
         if error_category is not None:
             attempt.error_category = error_category
@@ -154,8 +180,7 @@ class ObservingClient(httpx.Client):
         say(f"model call {attempt.model_call_id} (step {attempt.step_no}): {request.method} {request.url}")
 
     def _on_response(self, response: httpx.Response) -> None:
-        if self._log.open is not None:
-            self._log.open.status_code = response.status_code
+        self._log.saw_status(response.status_code)
 
     def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         # Failures (timeouts, resets) never reach the event hooks, and the SDK retries them silently:

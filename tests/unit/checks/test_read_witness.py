@@ -125,15 +125,15 @@ def test_the_one_pass_reading_gives_what_the_line_by_line_reading_gives(
     episode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = FIXTURE.parents[1] / episode / "witness.jsonl"
-    assert evidence_mod._as_written(evidence_mod._lines(path.read_bytes())) is not None  # the proxy's own lines
+    assert evidence_mod._as_proxy_wrote(evidence_mod._lines(path.read_bytes())) is not None  # the proxy's own lines
     fast = read_witness(path).events
-    monkeypatch.setattr(evidence_mod, "_as_written", lambda lines: None)
+    monkeypatch.setattr(evidence_mod, "_as_proxy_wrote", lambda lines: None)
     assert read_witness(path).events == fast
 
 
 def test_the_one_pass_reading_leaves_every_other_witness_to_the_line_by_line_reading() -> None:
     lines = FIXTURE.read_bytes().splitlines()
-    assert evidence_mod._as_written(lines) is not None
+    assert evidence_mod._as_proxy_wrote(lines) is not None
     start = json.loads(lines[0])
     others = {
         "default separators": json.dumps(start).encode(),  # read by `loads` too, but not in the proxy's form
@@ -146,6 +146,6 @@ def test_the_one_pass_reading_leaves_every_other_witness_to_the_line_by_line_rea
         "too deep": _proxy_line({**start, "extra": json.loads("[" * 200 + "]" * 200)}),
     }
     for why, line in others.items():
-        assert evidence_mod._as_written([line, *lines[1:]]) is None, why
-    assert evidence_mod._as_written(lines[1:]) is None  # the first event is not `start`
-    assert evidence_mod._as_written([line.decode() for line in lines]) is None  # split as text: not ASCII
+        assert evidence_mod._as_proxy_wrote([line, *lines[1:]]) is None, why
+    assert evidence_mod._as_proxy_wrote(lines[1:]) is None  # the first event is not `start`
+    assert evidence_mod._as_proxy_wrote([line.decode() for line in lines]) is None  # split as text: not ASCII

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.evidence.jsonread import MAX_DEPTH, JsonFault, loads, read_bytes, read_json
+from orchestrator.evidence.jsonread import MAX_DEPTH, JsonFault, compact_object, loads, read_bytes, read_json
 
 
 def test_plain_json_reads() -> None:
@@ -17,6 +17,23 @@ def test_plain_json_reads() -> None:
     }
     assert loads(b'"[[[{{{"') == "[[[{{{"  # brackets in strings do not nest
     assert loads('"\\\\\\"[[["') == '\\"[[['
+
+
+def test_compact_object_reads_only_what_loads_reads_the_same() -> None:
+    line = b'{"a":[1,2.5,"\xc3\xa9"],"b":{"c":null}}'
+    assert compact_object(line) == loads(line)
+    refused = {
+        "default separators": b'{"a": 1}',  # loads reads it; only loads may
+        "duplicate key": b'{"a":1,"a":2}',  # orjson keeps the last: loads refuses it
+        "long integer": b'{"a":123456789012345678901234567890}',
+        "not an object": b"[1]",
+        "deeper than allowed": b'{"a":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}",
+        "not JSON": b'{"a":NaN}',
+    }
+    for why, text in refused.items():
+        assert compact_object(text) is None, why
+    assert compact_object(b'{"a":[[[]]]}', max_depth=3) is None
+    assert compact_object(b'{"a":[[]]}', max_depth=3) == {"a": [[]]}
 
 
 @pytest.mark.parametrize(

@@ -301,9 +301,23 @@ def test_streamed_429_body_is_kept(tmp_path: Path) -> None:
     assert (second["response_id"], second["finish_reason"]) == ("chatcmpl-r", "stop")
 
 
+def _signal_state(pid: int) -> str:
+    """The kernel's view of a process's signals and threads: why a signal it was sent may not have acted."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return f"no status: {exc}"
+    keep = ("State", "Threads", "SigQ", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+    return "; ".join(line for line in lines if line.split(":")[0] in keep)
+
+
 def sigterm_after(argv: list[str], marker: bytes, rollout_path: Path) -> dict[str, Any]:
-    """Run the CLI as a process, SIGTERM it once `marker` shows on stderr; return its validated rollout."""
-    env = {**os.environ, "PYTHONPATH": str(REFERENCE_DIR)}
+    """Run the CLI as a process, SIGTERM it once `marker` shows on stderr; return its validated rollout.
+
+    If it outlives the SIGTERM, the failure says why: its signal state from /proc, then the Python stack of
+    every thread (faulthandler, dumped on SIGABRT).
+    """
+    env = {**os.environ, "PYTHONPATH": str(REFERENCE_DIR), "PYTHONFAULTHANDLER": "1"}
     base = ["--task", "t", "--rollout", str(rollout_path), "--api-key", "k"]
     proc = subprocess.Popen([sys.executable, "-m", "probe_reference", *base, *argv], stderr=subprocess.PIPE, env=env)
     assert proc.stderr is not None
@@ -315,7 +329,13 @@ def sigterm_after(argv: list[str], marker: bytes, rollout_path: Path) -> dict[st
     try:
         assert marker in seen, seen
         proc.send_signal(signal.SIGTERM)
-        _, rest = proc.communicate(timeout=20)
+        try:
+            _, rest = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            state = _signal_state(proc.pid)
+            proc.send_signal(signal.SIGABRT)
+            _, dump = proc.communicate(timeout=10)
+            raise AssertionError(f"alive 20 s after SIGTERM; {state}\n{(seen + dump).decode(errors='replace')}") from None
     finally:
         # A failure here must not leave the agent running, or its pipe open for a later test to trip over.
         if proc.poll() is None:
