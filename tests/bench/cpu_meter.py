@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,25 +56,56 @@ def _engine_seconds() -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def _reap_orphans(within: float = 15.0) -> None:
+def _children() -> set[int]:
+    """This process's children now: the ones started before the command (a Podman API service the bench's engine
+    started, say) are not the command's, and are never waited for."""
+    mine = str(os.getpid())
+    found: set[int] = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == mine:
+                found.add(int(pid))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def _reap_orphans(keep: set[int], within: float = 15.0) -> None:
+    """Reap the command's descendants that were handed to this subreaper, waiting up to `within` for them to end."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
+        orphans = _children() - keep
+        if not orphans:
             return
-        if pid == 0:
-            time.sleep(0.05)
+        for pid in orphans:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+        time.sleep(0.05)
 
 
-def run_measured(argv: list[str], client: Any) -> tuple[subprocess.CompletedProcess[str], CpuSeconds]:
-    """Run `argv` to its end; `client` is a docker SDK client for the containers' roles (None: no container figures)."""
+def run_measured(argv: list[str], client: Any) -> tuple[subprocess.CompletedProcess[str], float, CpuSeconds]:
+    """Run `argv` to its end: its result, its wall seconds (start to exit) and its CPU seconds.
+
+    `client` is a docker SDK client for the containers' roles (None: no container figures). The wall ends when the
+    command exits, not when its output pipes close or its orphans are reaped.
+    """
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    keep = _children()
     usage: dict[str, float] = {}
     roles: dict[str, str] = {}
     done = threading.Event()
+    t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     owner = f"/{proc.pid}/"
+    exited: list[float] = []
+
+    def watch_exit() -> None:
+        # Seen without reaping it (WNOWAIT): communicate() below still collects the exit status.
+        with suppress(ChildProcessError):  # communicate() reaped it first: it has just exited
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        exited.append(time.perf_counter())
 
     def poll_usage() -> None:
         while not done.is_set():
@@ -95,7 +127,11 @@ def run_measured(argv: list[str], client: Any) -> tuple[subprocess.CompletedProc
                 pass
             time.sleep(0.5)
 
-    threads = [threading.Thread(target=poll_usage, daemon=True), threading.Thread(target=poll_roles, daemon=True)]
+    threads = [
+        threading.Thread(target=poll_usage, daemon=True),
+        threading.Thread(target=poll_roles, daemon=True),
+        threading.Thread(target=watch_exit, daemon=True),
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     engine0 = _engine_seconds()
     for t in threads:
@@ -105,11 +141,11 @@ def run_measured(argv: list[str], client: Any) -> tuple[subprocess.CompletedProc
     for t in threads:
         t.join()
     engine = _engine_seconds() - engine0
-    _reap_orphans()
+    _reap_orphans(keep)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     command = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     by_role: Counter[str] = Counter()
     for cid, role in roles.items():
         by_role[role] += usage.get(cid, 0.0)
     result = subprocess.CompletedProcess(argv, proc.returncode, out, err)
-    return result, CpuSeconds(command, engine, dict(by_role) if usage else {})
+    return result, exited[0] - t0, CpuSeconds(command, engine, dict(by_role) if usage else {})

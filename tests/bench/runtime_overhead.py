@@ -64,10 +64,8 @@ def episode(runtime: str, tmp: Path, i: int) -> tuple[float, float]:
 
 def catalogue(engine: Engine, out: Path, jobs: int) -> Catalogue:
     """The reference harness on every scenario: wall seconds, the harnesses' own seconds, episodes, CPU seconds."""
-    t0 = time.perf_counter()
     argv = [HP, "-q", "run", "-H", "reference", "-o", str(out), "--runtime", engine.name, "--jobs", str(jobs)]
-    res, cpu = run_measured(argv, engine.client)
-    wall = time.perf_counter() - t0
+    res, wall, cpu = run_measured(argv, engine.client)
     if res.returncode != 0:
         raise RuntimeError(f"catalogue --jobs {jobs} failed ({res.returncode}): {res.stderr[-1500:]}")
     results = [json.loads(p.read_text()) for p in sorted(out.glob("reference/*/scenario_result.json"))]
