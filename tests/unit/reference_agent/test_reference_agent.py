@@ -335,7 +335,9 @@ def sigterm_after(argv: list[str], marker: bytes, rollout_path: Path) -> dict[st
             state = _signal_state(proc.pid)
             proc.send_signal(signal.SIGABRT)
             _, dump = proc.communicate(timeout=10)
-            raise AssertionError(f"alive 20 s after SIGTERM; {state}\n{(seen + dump).decode(errors='replace')}") from None
+            raise AssertionError(
+                f"alive 20 s after SIGTERM; {state}\n{(seen + dump).decode(errors='replace')}"
+            ) from None
     finally:
         # A failure here must not leave the agent running, or its pipe open for a later test to trip over.
         if proc.poll() is None:
