@@ -270,13 +270,12 @@ def wait_fsync_failed(provider: Provider, timeout: float = 10.0) -> None:
 
 # -- the real proxy on the wire -------------------------------------------------------------------
 
-MITMDUMP = Path(sys.executable).with_name("mitmdump")
 LISTENING = re.compile(rb"reverse proxy to \S+ listening at \S*:(\d+)")
 
 
 @dataclass
 class Mitmdump:
-    """A real `mitmdump` running the addon as the proxy image does, on a random local port."""
+    """The real proxy (mitmdump's master with the addon) started as the proxy image does, on a random local port."""
 
     process: subprocess.Popen[bytes]
     port: int
@@ -316,21 +315,21 @@ class Mitmdump:
 
 
 def start_mitmdump(directory: Path, scenario: dict[str, Any]) -> Mitmdump:
-    """Launch mitmdump with the addon and `scenario` (not waiting for it to listen: see `wait_listening`)."""
+    """Launch the proxy's entry point with `scenario` (not waiting for it to listen: see `wait_listening`)."""
     directory.mkdir(parents=True, exist_ok=True)
     scenario_path = directory / "scenario.json"
     scenario_path.write_text(json.dumps(scenario))
     log = directory / "mitmdump.log"
     command = [
-        str(MITMDUMP),
+        sys.executable,
+        "-m",
+        "proxy_addons.serve",
         "--mode",
         "reverse:http://upstream.invalid/@0",
         "--set",
         "connection_strategy=lazy",
         "--listen-host",
         "127.0.0.1",
-        "-s",
-        str(REPO / "proxy_addons" / "provider.py"),
         "--set",
         f"probe_scenario={scenario_path}",
         "--set",
