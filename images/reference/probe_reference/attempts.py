@@ -72,10 +72,12 @@ class AttemptLog:
                 self.open.status_code = status_code
 
     def close(self, error_category: str, error: object) -> None:
-        """End the record: the open attempt (if any) failed with `error_category`; later changes are dropped."""
+        """End the record: every attempt still under way (the open request, a reply body being streamed) failed with
+        `error_category`; later changes are dropped."""
         with self._lock:
-            if self.open is not None:
-                self.finish(self.open, error_category=error_category, error=error)
+            for attempt in self.attempts:
+                if attempt.completed_at is None:
+                    self._finish(attempt, error_category, error)
             self._closed = True
 
     def finish(self, attempt: Attempt, *, error_category: str | None = None, error: object = None) -> None:

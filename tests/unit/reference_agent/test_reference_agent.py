@@ -311,7 +311,7 @@ def _signal_state(pid: int) -> str:
     return "; ".join(line for line in lines if line.split(":")[0] in keep)
 
 
-def sigterm_after(argv: list[str], marker: bytes, rollout_path: Path) -> dict[str, Any]:
+def sigterm_after(argv: list[str], marker: bytes, rollout_path: Path, settle_s: float = 0.0) -> dict[str, Any]:
     """Run the CLI as a process, SIGTERM it once `marker` shows on stderr; return its validated rollout.
 
     If it outlives the SIGTERM, the failure says why: its signal state from /proc, then the Python stack of
@@ -328,6 +328,7 @@ def sigterm_after(argv: list[str], marker: bytes, rollout_path: Path) -> dict[st
             seen += os.read(proc.stderr.fileno(), 4096)
     try:
         assert marker in seen, seen
+        time.sleep(settle_s)
         proc.send_signal(signal.SIGTERM)
         try:
             _, rest = proc.communicate(timeout=20)
@@ -357,6 +358,20 @@ def test_sigterm_during_a_model_call_records_it(tmp_path: Path) -> None:
     (call,) = rollout["model_calls"]
     assert (call["status_code"], call["error_category"]) == (None, "interrupted")
     assert [s["model_call_refs"] for s in rollout["steps"]] == [["mc-1"]]
+    assert rollout["outcome"]["failure_kind"] == "interrupted"
+
+
+def test_sigterm_while_a_streamed_reply_is_read_records_it(tmp_path: Path) -> None:
+    # The status line came (200), the body is withheld: the attempt is under way in the SDK's stream, not the
+    # client's request, when SIGTERM comes.
+    held = sse_reply([chunk("chatcmpl-held", {"role": "assistant", "content": "late"}, "stop")])
+    held = Reply(status=200, body=held.body, content_type=held.content_type, withhold_body_s=30)
+    with serve([held]) as provider:
+        argv = ["--base-url", provider.url, "--stream"]
+        rollout = sigterm_after(argv, b"POST", tmp_path / "rollout.json", settle_s=1.0)
+    (call,) = rollout["model_calls"]
+    assert (call["status_code"], call["error_category"]) == (200, "interrupted")
+    assert call["error"] == "Terminated: received SIGTERM"
     assert rollout["outcome"]["failure_kind"] == "interrupted"
 
 
