@@ -6,7 +6,7 @@ import signal
 import sys
 import tempfile
 import traceback
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import click
 import typer
@@ -81,20 +81,24 @@ def main() -> None:
         rc = app(standalone_mode=False)
     except (KeyboardInterrupt, click.exceptions.Abort):
         print("harness-probe: interrupted; what the run created was removed", file=sys.stderr)
-        sys.exit(130)
+        _exit(130)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(EXIT_USAGE)
+        _exit(EXIT_USAGE)
     except Exception as exc:  # a crash is an execution error (2), never "a check failed" (1)
         saved = _save_traceback()
         print(f"harness-probe: internal error: {type(exc).__name__}: {str(exc)[:500]}{saved}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        _exit(EXIT_USAGE)
+    _exit(rc if isinstance(rc, int) else 0)
+
+
+def _exit(code: int) -> NoReturn:
     # The command is done and has removed what it made: an interrupt from here on has nothing left to stop, and
     # during the interpreter's shutdown (after its handlers are gone) it would turn the run's exit code into a
     # death by signal. Ignored handlers are the ones Python leaves in place at shutdown.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    sys.exit(rc if isinstance(rc, int) else 0)
+    sys.exit(code)
 
 
 def _save_traceback() -> str:
