@@ -252,9 +252,11 @@ def play_episode(
     limits: CollectLimits | None = None,
     ready: Callable[[], PodReady | None] | None = None,
     on_started: Callable[[], None] | None = None,
+    on_ended: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Run the planned episode in its pod (`ready` gives one set up ahead; its set-up error is this episode's),
-    collect, normalize, check. `on_started` is called once the harness runs (the next pod may be set up then)."""
+    collect, normalize, check. `on_started` is called once the harness runs (the next pod may be set up then),
+    `on_ended` once it has ended (the next harness may start while this episode is collected and checked)."""
     harness, scenario, paths, execution = plan.harness, plan.scenario, plan.paths, plan.execution
     finish = partial(_finish, paths, harness, scenario, plan.run_id, plan.episode_id, plan.started, execution)
     if plan.pod_spec is None:
@@ -262,7 +264,7 @@ def play_episode(
     # The normalizer's child process starts while the harness runs: its imports are not the episode's wait.
     normalizer = Normalizer(harness)
     try:
-        return _play(engine, plan, normalizer, finish, limits, ready, on_started)
+        return _play(engine, plan, normalizer, finish, limits, ready, on_started, on_ended)
     finally:
         normalizer.close()
 
@@ -275,6 +277,7 @@ def _play(
     limits: CollectLimits | None,
     ready: Callable[[], PodReady | None] | None,
     on_started: Callable[[], None] | None,
+    on_ended: Callable[[], None] | None,
 ) -> dict[str, Any]:
     harness, scenario, paths, execution = plan.harness, plan.scenario, plan.paths, plan.execution
     assert plan.pod_spec is not None
@@ -307,6 +310,8 @@ def _play(
                     log.warning("harness did not end and was killed", status=status, seconds=plan.wait_for)
                 else:
                     execution.update(status="exited", exit_code=code)
+                if on_ended is not None:
+                    on_ended()
                 log.info("collecting", harness=harness.name, scenario=scenario.name)
                 # Everything copied out from here on draws on one budget; what the harness left that cannot be
                 # copied safely (links, devices, over-cap files) becomes a finding.

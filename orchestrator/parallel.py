@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -76,39 +76,55 @@ def _reap(cleanup: Callable[[], object], futures: Sequence[Future[Any]], grace: 
 
 def run_pool(
     items: Sequence[T],
-    work: Callable[[T], dict[str, Any]],
+    work: Callable[[T, Callable[[], None]], dict[str, Any]],
     jobs: int,
     cleanup: Callable[[], object],
     grace: float = 120.0,
 ) -> list[dict[str, Any]]:
-    """`work(item)` for every item, at most `jobs` at once; results in the items' order, as a loop would give.
+    """`work(item, free)` for every item in order; results in the items' order, as a loop would give.
 
-    On any exception (Ctrl-C included) nothing new starts, `cleanup` removes the run's objects until every
-    running item has returned, and the exception propagates.
+    `jobs` 1 is that loop: one item after the other, `free` does nothing. Otherwise at most `jobs` items hold a
+    slot at once, each until it calls `free()` (its harness ended) or returns: what it does after `free()`
+    (collecting, checking) overlaps the next item, so an item's tail never idles a slot; at most `jobs` more items
+    are in such a tail at once. On any exception (Ctrl-C included) nothing new starts, `cleanup` removes the run's
+    objects until every started item has returned, and the exception propagates.
     """
     if jobs <= 1:
-        return [work(item) for item in items]
+        return [work(item, _nothing) for item in items]
     stop = threading.Event()
+    slots = threading.Semaphore(jobs)
 
     def guarded(item: T) -> dict[str, Any]:
-        if stop.is_set():
-            raise Stopped("stopped before it started")
-        try:
-            return work(item)
-        except BaseException:
-            stop.set()  # at once, before this worker takes the next item
-            raise
+        freed = threading.Lock()  # taken once: the slot is given back exactly once, by free() or on return
 
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="episode")
-    futures = [pool.submit(guarded, item) for item in items]
+        def free() -> None:
+            if freed.acquire(blocking=False):
+                slots.release()
+
+        try:
+            if stop.is_set():
+                raise Stopped("stopped before it started")
+            return work(item, free)
+        except BaseException:
+            stop.set()  # at once, before the next item is given a slot
+            raise
+        finally:
+            free()
+
+    pool = ThreadPoolExecutor(max_workers=2 * jobs, thread_name_prefix="episode")
+    futures: list[Future[dict[str, Any]]] = []
     try:
+        for item in items:
+            while not slots.acquire(timeout=1.0):
+                _raise_first_error(futures)
+            _raise_first_error(futures)
+            if stop.is_set():
+                break
+            futures.append(pool.submit(guarded, item))
         pending: set[Future[dict[str, Any]]] = set(futures)
         while pending:
             done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-            # An episode that raised (a bug of ours) stops the run like a loop would; its error, not a Stopped.
-            errors = [e for f in done if (e := f.exception()) is not None]
-            if errors:
-                raise next((e for e in errors if not isinstance(e, Stopped)), errors[0])
+            _raise_first_error(done)
     except BaseException as exc:
         stop.set()
         for f in futures:
@@ -122,3 +138,14 @@ def run_pool(
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return [f.result() for f in futures]
+
+
+def _nothing() -> None:
+    pass
+
+
+def _raise_first_error(futures: Iterable[Future[dict[str, Any]]]) -> None:
+    """An item that raised (a bug of ours) stops the run like a loop would: its error, not a Stopped."""
+    errors = [e for f in futures if f.done() and not f.cancelled() and (e := f.exception()) is not None]
+    if errors:
+        raise next((e for e in errors if not isinstance(e, Stopped)), errors[0])

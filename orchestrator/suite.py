@@ -213,7 +213,7 @@ def _run(
         for h, sc in grid
     ]
 
-    def episode(index: int) -> dict[str, Any]:
+    def episode(index: int, free: Callable[[], None]) -> dict[str, Any]:
         h, sc = grid[index]
         if on_episode:
             on_episode(h.name, sc.name, None)
@@ -221,7 +221,7 @@ def _run(
         paths = out.episode(h.name, sc.name)
         try:
             plan, ready = ahead.begin(index)
-            result = play_episode(engine, plan, cfg.collect, ready, on_started=ahead.set_up_next)
+            result = play_episode(engine, plan, cfg.collect, ready, on_started=ahead.set_up_next, on_ended=free)
         except Exception as exc:  # one episode never takes the run down: it is that episode's error
             result = _episode_crashed(paths, h.name, sc.name, run_id, exc)
         if on_episode:

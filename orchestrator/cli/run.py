@@ -74,7 +74,8 @@ def run(
             "--jobs",
             "-j",
             min=1,
-            help="Episodes at once, each in its own pod (default: from CPUs and memory; 1 runs them in turn).",
+            help="Harnesses at once, each episode in its own pod, each collected and checked while the next harness "
+            "runs (default: from CPUs and memory; 1 runs the episodes in turn).",
         ),
     ] = None,
     shard: Annotated[

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -14,7 +15,7 @@ from orchestrator.parallel import default_jobs, parse_shard, run_pool, shard_sli
 def test_results_in_grid_order_and_bounded() -> None:
     active, peak, lock = 0, 0, threading.Lock()
 
-    def work(i: int) -> dict[str, int]:
+    def work(i: int, free: Callable[[], None]) -> dict[str, int]:
         nonlocal active, peak
         with lock:
             active += 1
@@ -30,6 +31,39 @@ def test_results_in_grid_order_and_bounded() -> None:
     assert run_pool(list(range(5)), work, 1, cleanup=lambda: None) == [{"i": i} for i in range(5)]
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_freed_slot_starts_the_next_item_while_the_tail_runs(jobs: int) -> None:
+    """With --jobs 2 an item that calls free() (its harness ended) lets the next one start while it finishes
+    (collects, checks); at most `jobs` items hold a slot at once, and results keep the grid's order. --jobs 1
+    runs items strictly in turn."""
+    holding, in_tail, peak_holding, peak_all, lock = 0, 0, 0, 0, threading.Lock()
+
+    def work(i: int, free: Callable[[], None]) -> dict[str, int]:
+        nonlocal holding, in_tail, peak_holding, peak_all
+        with lock:
+            holding += 1
+            peak_holding = max(peak_holding, holding)
+            peak_all = max(peak_all, holding + in_tail)
+        time.sleep(random.uniform(0.005, 0.02))
+        with lock:
+            holding -= 1
+            in_tail += 1
+        free()
+        free()  # a second call is harmless: the slot is given back once
+        time.sleep(0.03)  # the tail: longer than the next item's run
+        with lock:
+            in_tail -= 1
+        return {"i": i}
+
+    out = run_pool(list(range(12)), work, jobs, cleanup=lambda: None)
+    assert [r["i"] for r in out] == list(range(12))
+    assert peak_holding == jobs
+    if jobs == 1:
+        assert peak_all == 1
+    else:
+        assert jobs < peak_all <= 2 * jobs  # items ran while others' tails did, and the tails are bounded too
+
+
 def test_failure_stops_new_work_and_reaps_running_items() -> None:
     """An episode raising (or Ctrl-C in the main thread) removes the run's objects until running ones return."""
     removed = threading.Event()
@@ -41,7 +75,7 @@ def test_failure_stops_new_work_and_reaps_running_items() -> None:
         cleanups += 1
         removed.set()  # what removing the containers does to a running episode: it ends
 
-    def work(i: int) -> dict[str, int]:
+    def work(i: int, free: Callable[[], None]) -> dict[str, int]:
         started.append(i)
         if i == 0:
             time.sleep(0.05)
