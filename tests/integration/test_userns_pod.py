@@ -1,8 +1,9 @@
 """The pod as the Apptainer backend makes it, for real, without Apptainer: one user + network namespace (the
-holder), the real proxy (mitmdump 12.3.1 with our addon, the proxy image's pin) and the real reference agent
-entering it with `nsenter`, each in its own mount namespace. What must hold: only loopback, `provider` and the
-proxy's DNS on 127.0.0.1, every other name witnessed, no route out, and the witness unreachable from the harness.
-Apptainer adds the images' root filesystems on top of this; the shipped workflow runs that part."""
+holder), the real proxy (mitmproxy 12.3.1 with our addon, the proxy image's pin and entry point) and the real
+reference agent entering it with `nsenter`, each in its own mount namespace. What must hold: only loopback,
+`provider` and the proxy's DNS on 127.0.0.1, every other name witnessed, no route out, and the witness unreachable
+from the harness. Apptainer adds the images' root filesystems on top of this; the shipped workflow runs that
+part."""
 
 from __future__ import annotations
 
@@ -70,8 +71,10 @@ def test_loopback_pod_runs_a_real_episode_and_hides_the_witness(holder: int, tmp
     etc = f"mount --bind {tmp_path / 'hosts'} /etc/hosts; mount --bind {tmp_path / 'resolv.conf'} /etc/resolv.conf;"
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HOME": str(home), "PYTHONUNBUFFERED": "1"}
     proxy_cmd = [
-        str(VENV_BIN / "mitmdump"), "--mode", "reverse:http://upstream.invalid/@8080", "--mode", "dns@53",
-        "--set", "connection_strategy=lazy", "-s", str(ROOT / "proxy_addons" / "provider.py"),
+        # As the proxy image starts it (images/proxy/Dockerfile): our entry point, from PYTHONPATH.
+        str(VENV_BIN / "python"), "-P", "-m", "proxy_addons.serve",
+        "--mode", "reverse:http://upstream.invalid/@8080", "--mode", "dns@53",
+        "--set", "connection_strategy=lazy", "--set", "flow_detail=0",
         "--set", f"probe_scenario={proxy_dir / 'scenario.json'}",
         "--set", f"probe_witness={proxy_dir / 'witness' / 'witness.jsonl'}",
         "--set", f"probe_markers={shared}",
