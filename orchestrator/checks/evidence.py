@@ -144,7 +144,7 @@ def _as_proxy_wrote(lines: Sequence[str | bytes]) -> list[dict[str, Any]] | None
         if batch is None:
             return None
         try:
-            kinds: list[str] = list(map(dict.get, batch, repeat("event")))
+            kinds: list[Any] = list(map(dict.get, batch, repeat("event")))
             if not _EVENT_KINDS.issuperset(kinds):
                 return None
         except TypeError:  # an unhashable kind
