@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 
+from orchestrator.evidence import jsonread
 from orchestrator.evidence.jsonread import (
     MAX_DEPTH,
     JsonFault,
@@ -42,6 +45,27 @@ def test_compact_object_reads_only_what_loads_reads_the_same() -> None:
         assert compact_object(text) is None, why
     assert compact_object(b'{"a":[[[]]]}', max_depth=3) is None
     assert compact_object(b'{"a":[[]]}', max_depth=3) == {"a": [[]]}
+
+
+def test_json_dumps_form_is_read_fast_only_when_it_is_a_serialisers_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    value = {"t": "2026-01-01T00:00:00Z", "s": "a, b: c", "n": [1, 2.5, None, True], "u": "\u00e9\x7f", "o": {}}
+    text = json.dumps(value).encode()
+    assert jsonread._as_written(orjson.loads(text), text, indented=False)
+    # Without json.dumps: the comparison that spares it is the one that accepts.
+    monkeypatch.setattr(jsonread.json, "dumps", lambda *a, **k: pytest.fail("json.dumps called"))
+    assert jsonread._fast(text, MAX_DEPTH) == value
+    monkeypatch.undo()
+    refused = {
+        "duplicate key": b'{"a": 1, "a": 2}',
+        "long integer": b'{"a": 123456789012345678901234567890}',
+        "two spaces": b'{"a": 1,  "b": 2}',
+        "a newline": b'{"a": 1,\n"b": 2}',
+        "a string read differently": b'{"a": "x\\u0041"}',
+    }
+    for why, text in refused.items():
+        assert jsonread._fast(text, MAX_DEPTH) is jsonread._MISS, why
+    with pytest.raises(JsonFault, match="duplicate key"):
+        loads(b'{"a": 1, "a": 2}')
 
 
 def test_compact_objects_reads_what_compact_object_reads_line_by_line() -> None:
