@@ -259,10 +259,13 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
         raise JsonFault(f"not JSON: {exc}") from None
 
 
-def read_bytes(path: Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """A regular file's content, without following a link or opening a FIFO or device, at most max_bytes."""
+def read_bytes(path: Path | str, max_bytes: int = MAX_FILE_BYTES, dir_fd: int | None = None) -> bytes:
+    """A regular file's content, without following a link or opening a FIFO or device, at most max_bytes.
+
+    `dir_fd`: a folder's descriptor `path` is relative to (many files of one folder, no path resolved again).
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except FileNotFoundError:
         raise
     except OSError as exc:
