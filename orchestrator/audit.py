@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import stat
@@ -17,6 +18,7 @@ from orchestrator import __version__
 from orchestrator.atif import ATIF_NAME, read_atif_rollout
 from orchestrator.episode import now_iso, write_json
 from orchestrator.evidence import Fault, FormatError, load_json, validate
+from orchestrator.evidence.bulk import gc_paused
 from orchestrator.evidence.jsonread import JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.paths import EpisodePaths, RunPaths
@@ -199,23 +201,28 @@ def _audit_episode(
     # what the audit's copy met beyond it (a link planted in the saved folder since) is added to its findings.
     result["collection"] = _collection_record(old, copied)
     try:
-        scenario = load_json(dest.scenario, "probe-scenario/v1")
-        if harness is not None:
-            rollout, result["normalize"] = normalize_native(harness, dest.native)
-            if rollout is not None:
-                write_json(dest.rollout, rollout)
-            why = result["normalize"]["message"]
-        elif rollout_format == "atif":
-            # The saved rollout.json is not what is audited here: drop the copy so nothing reads it by mistake.
-            dest.rollout.unlink(missing_ok=True)
-            rollout, why = read_atif_rollout(src, harness_name)
-            if rollout is not None:
-                write_json(dest.rollout, rollout)
-            result["normalize"] = {"status": "ok" if rollout is not None else "error", "message": why}
-        else:
-            rollout, why = read_rollout(dest.rollout)
-            result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
-        ev = collect_evidence(scenario, dest, rollout, why)
+        # The inputs hold no cycle (JSON data, their indexes): the collector need not walk their millions of objects
+        # while they are read, nor again and again while the checks run (seconds on a 100,000-call rollout), so
+        # they are read with it paused and then frozen out of its sight. Thawed when the episode ends.
+        with gc_paused():
+            scenario = load_json(dest.scenario, "probe-scenario/v1")
+            if harness is not None:
+                rollout, result["normalize"] = normalize_native(harness, dest.native)
+                if rollout is not None:
+                    write_json(dest.rollout, rollout)
+                why = result["normalize"]["message"]
+            elif rollout_format == "atif":
+                # The saved rollout.json is not what is audited here: drop the copy so nothing reads it by mistake.
+                dest.rollout.unlink(missing_ok=True)
+                rollout, why = read_atif_rollout(src, harness_name)
+                if rollout is not None:
+                    write_json(dest.rollout, rollout)
+                result["normalize"] = {"status": "ok" if rollout is not None else "error", "message": why}
+            else:
+                rollout, why = read_rollout(dest.rollout)
+                result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
+            ev = collect_evidence(scenario, dest, rollout, why)
+            gc.freeze()
         # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
         ev.rollout_parsed = rollout_format == "probe"
         judge(result, scenario, ev)
@@ -252,6 +259,9 @@ def _audit_or_error(
         result["finished_at"] = now_iso()
         write_json(dest.result, result)
         return result
+    finally:
+        # The episode's evidence is gone by now; what else was frozen goes back under the collector's care.
+        gc.unfreeze()
 
 
 def audit(source: Path, output: Path, harness: Harness | None = None, rollout_format: str = "probe") -> AuditResult:

@@ -30,6 +30,7 @@ _QUOTE = '"'
 # set its change time (the kernel's clock, never settable by a user; coarse to a tick or, on some file systems, a
 # second) past the one recorded, so an unchanged status proves unchanged content without reading it again.
 SETTLED_NS = 2_000_000_000
+_sha256 = hashlib.sha256
 
 
 def walk(root: Path) -> Iterator[tuple[str, str]]:
@@ -110,12 +111,13 @@ def _digest(folder: int, name: str) -> tuple[str, os.stat_result | None]:
         # Sized to the file (a 1 MiB buffer for each of 100,000 small files costs more than reading them), and
         # one byte more: a read that comes back short has met the end, so most files take a single read.
         want = st.st_size + 1
-        h = hashlib.sha256()
         if want <= _READ:
             chunk = os.read(fd, want)
-            h.update(chunk)
+            h = _sha256(chunk)
             if len(chunk) < want:
                 return h.hexdigest(), st
+        else:
+            h = _sha256()
         while chunk := os.read(fd, _READ):
             h.update(chunk)
         return h.hexdigest(), st

@@ -68,13 +68,21 @@ def collect_evidence(
 
 
 def _markers(folder: Path) -> dict[str, str]:
-    # Only regular files, never through a link, each read up to a cap: an audited folder may hold anything.
-    out = {}
-    for name in sorted(os.listdir(folder))[:MAX_MARKERS]:
-        try:
-            out[name] = read_bytes(folder / name, MARKER_BYTES).decode(errors="replace")
-        except (OSError, JsonFault):
-            continue
+    # Only regular files, never through a link, each read up to a cap: an audited folder may hold anything. Each
+    # is opened by name from the folder's descriptor (ten thousand paths are not resolved again, link-free).
+    out: dict[str, str] = {}
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return out
+    try:
+        for name in sorted(os.listdir(fd))[:MAX_MARKERS]:
+            try:
+                out[name] = read_bytes(name, MARKER_BYTES, dir_fd=fd).decode(errors="replace")
+            except (OSError, JsonFault):
+                continue
+    finally:
+        os.close(fd)
     return out
 
 

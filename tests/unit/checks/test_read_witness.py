@@ -149,3 +149,22 @@ def test_the_one_pass_reading_leaves_every_other_witness_to_the_line_by_line_rea
         assert evidence_mod._as_proxy_wrote([line, *lines[1:]]) is None, why
     assert evidence_mod._as_proxy_wrote(lines[1:]) is None  # the first event is not `start`
     assert evidence_mod._as_proxy_wrote([line.decode() for line in lines]) is None  # split as text: not ASCII
+
+
+def test_the_one_pass_reading_checks_every_batch_not_only_the_first() -> None:
+    events = _events()
+    marker = next(e for e in events if e["event"] == "marker")
+    end = events[-1]
+    body = [_proxy_line(e) for e in events[:-1]]
+    n = len(body)
+    more = [_proxy_line({**marker, "seq": n + i}) for i in range(3 * evidence_mod._BATCH)]
+    lines = [*body, *more, _proxy_line({**end, "seq": n + len(more)})]
+    assert evidence_mod._as_proxy_wrote(lines) is not None
+    late = n + 2 * evidence_mod._BATCH + 5
+    for why, line in {
+        "seq out of order": _proxy_line({**marker, "seq": late + 1}),
+        "invalid": _proxy_line({**marker, "seq": late, "present": "yes"}),
+        "unknown kind": _proxy_line({**marker, "seq": late, "event": "nope"}),
+        "default separators": json.dumps({**marker, "seq": late}).encode(),
+    }.items():
+        assert evidence_mod._as_proxy_wrote([*lines[:late], line, *lines[late + 1 :]]) is None, why

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 
-from orchestrator.evidence.jsonread import MAX_DEPTH, JsonFault, compact_object, loads, read_bytes, read_json
+from orchestrator.evidence import jsonread
+from orchestrator.evidence.jsonread import (
+    MAX_DEPTH,
+    JsonFault,
+    compact_object,
+    compact_objects,
+    loads,
+    read_bytes,
+    read_json,
+)
 
 
 def test_plain_json_reads() -> None:
@@ -34,6 +45,54 @@ def test_compact_object_reads_only_what_loads_reads_the_same() -> None:
         assert compact_object(text) is None, why
     assert compact_object(b'{"a":[[[]]]}', max_depth=3) is None
     assert compact_object(b'{"a":[[]]}', max_depth=3) == {"a": [[]]}
+
+
+def test_json_dumps_form_is_read_fast_only_when_it_is_a_serialisers_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    value = {"t": "2026-01-01T00:00:00Z", "s": "a, b: c", "n": [1, 2.5, None, True], "u": "\u00e9\x7f", "o": {}}
+    text = json.dumps(value).encode()
+    assert jsonread._as_written(orjson.loads(text), text, indented=False)
+    # Without json.dumps: the comparison that spares it is the one that accepts.
+    monkeypatch.setattr(jsonread.json, "dumps", lambda *a, **k: pytest.fail("json.dumps called"))
+    assert jsonread._fast(text, MAX_DEPTH) == value
+    monkeypatch.undo()
+    refused = {
+        "duplicate key": b'{"a": 1, "a": 2}',
+        "long integer": b'{"a": 123456789012345678901234567890}',
+        "two spaces": b'{"a": 1,  "b": 2}',
+        "a newline": b'{"a": 1,\n"b": 2}',
+        "a string read differently": b'{"a": "x\\u0041"}',
+    }
+    for why, text in refused.items():
+        assert jsonread._fast(text, MAX_DEPTH) is jsonread._MISS, why
+    with pytest.raises(JsonFault, match="duplicate key"):
+        loads(b'{"a": 1, "a": 2}')
+
+
+def test_compact_objects_reads_what_compact_object_reads_line_by_line() -> None:
+    good = [b'{"a":[1,2.5,"\xc3\xa9"],"b":{"c":null}}', b'{"s":"},{\\"["}', b"{}"] * 3000
+    assert compact_objects(good) == [compact_object(line) for line in good]
+    assert compact_objects([]) == []
+    refused = {
+        # Joined by commas, these two read as the canonical `{"a":1},{"b":[{},{}]}`; neither is JSON alone.
+        "split across lines": [b'{"a":1},{"b":[{}', b"{}]}"],
+        "one line, two objects": [b'{"a":1},{"b":2}'],
+        "trailing space": [b'{"a":1} ', b'{"b":2}'],
+        "leading space": [b'{"a":1}', b' {"b":2}'],
+        "blank line": [b'{"a":1}', b"", b'{"b":2}'],
+        "default separators": [b'{"a":1}', b'{"a": 1}'],
+        "duplicate key": [b'{"a":1}', b'{"a":1,"a":2}'],
+        "long integer": [b'{"a":123456789012345678901234567890}'],
+        "not an object": [b'{"a":1}', b"[1]"],
+        "deeper than allowed": [b'{"a":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}"],
+        "text, not bytes": ['{"a":1}'],
+    }
+    for why, lines in refused.items():
+        assert compact_objects(lines) is None, why  # type: ignore[arg-type]
+        assert None in [compact_object(line) if isinstance(line, bytes) else None for line in lines], why
+    late = [b'{"a":1}'] * 5000 + [b'{"a":1,"a":2}']  # past the first batch
+    assert compact_objects(late) is None
+    assert compact_objects([b'{"a":[[[]]]}'], max_depth=3) is None
+    assert compact_objects([b'{"a":[[]]}'], max_depth=3) == [{"a": [[]]}]
 
 
 @pytest.mark.parametrize(
