@@ -200,24 +200,27 @@ def calls_outcome(ev: Evidence) -> list[str]:
     """Each call is either a 2xx with a response id and finish reason, or an error with a status or category."""
     reasons = []
     for i, c in enumerate(_items(ev, "model_calls")):
-        at = f"$.model_calls[{i}]"
         status, category = c.get("status_code"), c.get("error_category")
         rid = c.get("response_id")
         if rid is not None and not isinstance(rid, str):
             # Named here, so no later check has to read an id it cannot compare.
-            reasons.append(f"{at}.response_id: a {type(rid).__name__} is not a response id (string or null)")
+            reasons.append(
+                f"$.model_calls[{i}].response_id: a {type(rid).__name__} is not a response id (string or null)"
+            )
             continue
         if status is not None and not (isinstance(status, int) and 100 <= status <= 599):
-            reasons.append(f"{at}.status_code: {status!r} is not an HTTP status or null")
+            reasons.append(f"$.model_calls[{i}].status_code: {status!r} is not an HTTP status or null")
             continue
         if isinstance(category, str) and category:
             continue
         if not (isinstance(status, int) and 200 <= status < 300):
-            reasons.append(f"{at}: neither a 2xx status nor an error_category (status {status!r})")
+            reasons.append(f"$.model_calls[{i}]: neither a 2xx status nor an error_category (status {status!r})")
             continue
+        if rid and isinstance(c.get("finish_reason"), str) and c.get("finish_reason"):
+            continue  # the common case: a success with its id and finish reason (the path is formatted only if not)
         for key in ("response_id", "finish_reason"):
             if not (isinstance(c.get(key), str) and c.get(key)):
-                reasons.append(f"{at}.{key}: a successful call needs a non-blank {key}")
+                reasons.append(f"$.model_calls[{i}].{key}: a successful call needs a non-blank {key}")
     return reasons
 
 

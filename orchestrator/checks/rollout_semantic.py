@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
@@ -13,8 +14,21 @@ __all__: list[str] = []
 
 
 def _dicts(ev: Evidence, key: str) -> list[dict[str, Any]]:
-    value = ev.r.get(key)
+    """The entries of one collection that are objects (shared by the checks of one run: do not modify)."""
+    return shared(ev, f"dicts:{key}", lambda e: _objects(e.r.get(key)))
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+def _decided(fast: Callable[[], bool]) -> bool:
+    """Whether a check's fast look at the honest case finds nothing to report. Anything it did not expect (a
+    missing field, a value of another type) is left to the check's full reading, which names it as it always did."""
+    try:
+        return fast()
+    except Exception:
+        return False
 
 
 @check(
@@ -103,6 +117,21 @@ def invocations_parent(ev: Evidence) -> list[str]:
 def ownership_call_owner(ev: Evidence) -> list[str]:
     """Every model call, failed attempts included, is owned by exactly one invocation, and both sides agree."""
     calls = _calls_by_id(ev)
+    invs = _dicts(ev, "invocations")
+
+    def one_owner_each() -> bool:
+        # Every call referenced by exactly one invocation, every reference a recorded call, and owners agreeing.
+        refs = [ref for inv in invs for ref in inv["model_call_refs"]]
+        distinct = set(refs)
+        if len(distinct) != len(refs) or distinct != calls.keys():
+            return False
+        return all(
+            {calls[ref].get("invocation_id") for ref in inv["model_call_refs"]} <= {inv["invocation_id"]}
+            for inv in invs
+        )
+
+    if _decided(one_owner_each):
+        return []
     owner: dict[str, str] = {}  # each call's first owner; a call referenced again also has all its owners listed
     owners_of: dict[str, list[str]] = {}
     reasons = []
@@ -141,8 +170,23 @@ def _calls_by_id(ev: Evidence) -> dict[Any, dict[str, Any]]:
 def steps_call_refs(ev: Evidence) -> list[str]:
     """Each step references at least one recorded call, and each call it references belongs to its invocation."""
     calls = _calls_by_id(ev)
+    steps = _dicts(ev, "steps")
+
+    def all_known_and_own() -> bool:
+        for st in steps:
+            st["step_no"]  # read as the full reading does: a step without one is its error, not a pass
+            iid, refs = st["invocation_id"], st["model_call_refs"]
+            if not refs:
+                return False
+            for ref in refs:
+                if calls[ref].get("invocation_id") != iid:
+                    return False
+        return True
+
+    if _decided(all_known_and_own):
+        return []
     reasons = []
-    for st in _dicts(ev, "steps"):
+    for st in steps:
         where = f"step {st['step_no']} of {st['invocation_id']!r}"
         if not st["model_call_refs"]:
             reasons.append(f"{where}: references no model call")
@@ -165,6 +209,18 @@ def steps_call_refs(ev: Evidence) -> list[str]:
 )
 def steps_attempt_accounting(ev: Evidence) -> list[str]:
     """Every recorded policy call, retries included, belongs to exactly one step; a compaction's calls to none."""
+
+    def each_in_one_step() -> bool:
+        if any(comp.get("model_call_refs") for comp in _dicts(ev, "compactions")):
+            return False  # calls a compaction made are owned by no step: the full reading sorts them out
+        refs = [ref for st in _dicts(ev, "steps") for ref in st["model_call_refs"]]
+        distinct = set(refs)
+        return len(distinct) == len(refs) and distinct.issuperset(
+            [c["model_call_id"] for c in _dicts(ev, "model_calls")]
+        )
+
+    if _decided(each_in_one_step):
+        return []
     counts = Counter(ref for st in _dicts(ev, "steps") for ref in st["model_call_refs"])
     helpers = {ref for comp in _dicts(ev, "compactions") for ref in comp.get("model_call_refs") or []}
     return [

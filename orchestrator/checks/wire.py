@@ -12,7 +12,7 @@ from typing import Any
 from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.join import attempt_keys, call_keys, join_calls, rollout_key, witness_key
 from orchestrator.checks.model import Kind, Unverifiable, check
-from orchestrator.checks.rollout_schema import parse_time
+from orchestrator.checks.rollout_schema import TimeCache
 
 __all__ = ["CLOCK_TOLERANCE", "EARLY_START_LIMIT"]
 
@@ -135,11 +135,15 @@ def calls_witness_times(ev: Evidence) -> list[str]:
     attempt's own.
     """
     reasons = []
+    times = TimeCache()
+    parse = times.parse
     for c, a in _unambiguous(ev):
-        start, end = parse_time(c.get("started_at")), parse_time(c.get("completed_at"))
-        sent, answered = parse_time(a.get("started_at")), parse_time(a.get("completed_at"))
+        start, end = parse(c.get("started_at")), parse(c.get("completed_at"))
+        sent, answered = parse(a.get("started_at")), parse(a.get("completed_at"))
         if start is None or end is None or sent is None or answered is None:
             continue  # calls.timing names malformed recorded times; witness times are schema-checked
+        if start <= answered and end >= sent and start >= sent:
+            continue  # the common case: the call inside its attempt, no tolerance needed
         if start > answered + CLOCK_TOLERANCE:
             reasons.append(f"{_name(c)}: started_at {c['started_at']} after the proxy answered at {a['completed_at']}")
         if end < sent - CLOCK_TOLERANCE:
