@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from orchestrator.checks.evidence import Evidence
@@ -117,6 +118,15 @@ def _join(ev: Evidence) -> Join:
     keys = call_keys(ev)
     oks = [c for c, key in zip(calls, keys, strict=True) if key[0] == "ok"]
     by_order = bool(oks) and all(c.get("response_id") is None for c in oks)
+    if (
+        not by_order
+        and keys == attempt_keys(ev, None)
+        and len(set(map(itemgetter("attempt_id"), attempts))) == len(attempts)
+    ):
+        # The calls are the attempts, key for key in the wire's order (the honest case): the earliest unused attempt
+        # of each call's key is the one at its own position, so every call pairs with it, in order (attempt ids
+        # unique: each attempt's arrival index is its position).
+        return Join(pairs=list(zip(calls, attempts, strict=True)), keys=list(keys))
     index = {a["attempt_id"]: n for n, a in enumerate(attempts)}
     # Each attempt queued with its arrival index, so order is judged without a second lookup. Most keys (response
     # ids) are unique: such a key holds its one entry as is, and becomes a queue only when a second one comes.

@@ -7,10 +7,11 @@ import json
 import re
 from collections import Counter
 from datetime import timedelta
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import attempt_keys, call_keys, join_calls, rollout_key, witness_key
+from orchestrator.checks.join import Key, attempt_keys, call_keys, join_calls, rollout_key, witness_key
 from orchestrator.checks.model import Kind, Unverifiable, check
 from orchestrator.checks.rollout_schema import TimeCache
 
@@ -259,6 +260,21 @@ def ownership_wire_sessions(ev: Evidence) -> list[str]:
     return reasons
 
 
+_ATTEMPT_ID = itemgetter("attempt_id")
+_CALL_ID = methodcaller("get", "model_call_id")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def _groups(ids: list[str], keys: list[Key]) -> list[list[str]]:
+    """The wire's steps: the failed attempts retried before a reply, with that reply."""
+    groups: list[list[str]] = [[]]
+    for attempt_id, key in zip(ids, keys, strict=True):
+        groups[-1].append(attempt_id)
+        if key[0] == "ok":
+            groups.append([])
+    return [g for g in groups if g]
+
+
 @check(
     "steps.witness_attempts",
     kind=Kind.BEHAVIORAL,
@@ -276,33 +292,38 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
     the join of calls to attempts, so it depends on attempts.exchange having found that join in the wire's order,
     and it reads the steps of all invocations as one sequence, so it depends on the ownership the wire shows.
     """
-    groups: list[list[str]] = [[]]
-    for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True):
-        groups[-1].append(a["attempt_id"])
-        if key[0] == "ok":
-            groups.append([])
-    groups = [g for g in groups if g]
-    attempt_of = {c.get("model_call_id"): a["attempt_id"] for c, a in join_calls(ev).pairs}
+    model, keys = ev.w.attempts("model"), attempt_keys(ev, "model")
+    ids = list(map(_ATTEMPT_ID, model))
+    groups: list[list[str]] | None = None
+    if {key[0] for key in keys} <= {"ok"}:
+        sizes = [1] * len(ids)  # every attempt a success: each its own step
+    else:
+        groups = _groups(ids, keys)
+        sizes = [len(g) for g in groups]
+    pairs = join_calls(ev).pairs
+    attempt_of = dict(zip(map(_CALL_ID, map(_FIRST, pairs)), map(_ATTEMPT_ID, map(_SECOND, pairs)), strict=True))
     steps = ev.r.get("steps")
     ordered = sorted(
         (s for s in (steps if isinstance(steps, list) else []) if isinstance(s, dict)),
         key=lambda s: s.get("step_no", 0),
     )
     recorded = [len(s.get("model_call_refs") or []) for s in ordered]
-    if recorded != [len(g) for g in groups]:
+    if recorded != sizes:
         return [
-            f"attempts per step recorded {recorded}, witnessed {[len(g) for g in groups]} "
-            "(a step = retries + the reply that ended them)"
+            f"attempts per step recorded {recorded}, witnessed {sizes} (a step = retries + the reply that ended them)"
         ]
     reasons: list[str] = []
-    for n, (s, group) in enumerate(zip(ordered, groups, strict=True), start=1):
-        # A call the wire cannot match is attempts.multiset's finding; here only joined calls are placed.
-        held = [attempt_of[ref] for ref in s.get("model_call_refs") or [] if ref in attempt_of]
-        if held != group and not set(held) <= set(group):
-            reasons.append(f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}")
+    # A call the wire cannot match is attempts.multiset's finding; here only joined calls are placed.
+    held_all = [attempt_of[ref] for s in ordered for ref in s.get("model_call_refs") or [] if ref in attempt_of]
+    if len(held_all) != sum(recorded) or held_all != ids:
+        # Not every step holds exactly its attempts: each is compared with its own.
+        for n, (s, group) in enumerate(zip(ordered, groups or _groups(ids, keys), strict=True), start=1):
+            held = [attempt_of[ref] for ref in s.get("model_call_refs") or [] if ref in attempt_of]
+            if held != group and not set(held) <= set(group):
+                reasons.append(f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}")
     provenance = ev.r.get("provenance")
     inferred = isinstance(provenance, dict) and provenance.get("retry_placement") == "inferred"
-    if not reasons and inferred and any(len(g) > 1 for g in groups):
+    if not reasons and inferred and any(size > 1 for size in sizes):
         # The wire agrees with where the normalizer put the retries, but the harness never said: no credit.
         raise Unverifiable(
             "gap steps.retry_placement_inferred: the harness records failed attempts apart from its steps; the "
