@@ -11,7 +11,7 @@ from operator import itemgetter, methodcaller
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import Key, attempt_keys, call_keys, join_calls, rollout_key, witness_key
+from orchestrator.checks.join import Join, Key, attempt_keys, call_keys, join_calls, rollout_key, witness_key
 from orchestrator.checks.model import Kind, Unverifiable, check
 from orchestrator.checks.rollout_schema import TimeCache
 
@@ -110,9 +110,11 @@ def _unambiguous(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Pairs whose join names one attempt for certain: a success by its id, or a failure whose status the rollout
     records exactly as often as the wire shows it. With one of two 429s dropped, which one a recorded 429 was is a
     guess, and a time compared against a guess would blame the times for a missing attempt (multiset's finding)."""
+    joined = join_calls(ev)
+    if joined.positional:
+        return joined.pairs  # every key recorded exactly as often as witnessed: each pair is certain
     witnessed = Counter(attempt_keys(ev, None))
     recorded = Counter(call_keys(ev))
-    joined = join_calls(ev)
     out = []
     for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
         if (key[0] == "ok" and c.get("response_id") is not None) or witnessed[key] == recorded[key]:
@@ -265,6 +267,17 @@ _CALL_ID = methodcaller("get", "model_call_id")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
+def _in_wire_order(joined: Join, model: list[dict[str, Any]], ordered: list[dict[str, Any]]) -> bool:
+    """Whether the steps, read in order, reference the calls of the model attempts in the wire's order, each once:
+    true of an honest rollout whose calls pair with the attempts by position (every attempt a model attempt)."""
+    if not joined.positional or len(model) != len(joined.pairs):
+        return False
+    called = [c.get("model_call_id") for c, _ in joined.pairs]
+    if not set(map(type, called)) <= {str} or len(set(called)) != len(called):
+        return False
+    return [ref for s in ordered for ref in s.get("model_call_refs") or []] == called
+
+
 def _groups(ids: list[str], keys: list[Key]) -> list[list[str]]:
     """The wire's steps: the failed attempts retried before a reply, with that reply."""
     groups: list[list[str]] = [[]]
@@ -300,8 +313,7 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
     else:
         groups = _groups(ids, keys)
         sizes = [len(g) for g in groups]
-    pairs = join_calls(ev).pairs
-    attempt_of = dict(zip(map(_CALL_ID, map(_FIRST, pairs)), map(_ATTEMPT_ID, map(_SECOND, pairs)), strict=True))
+    joined = join_calls(ev)
     steps = ev.r.get("steps")
     ordered = sorted(
         (s for s in (steps if isinstance(steps, list) else []) if isinstance(s, dict)),
@@ -313,14 +325,20 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
             f"attempts per step recorded {recorded}, witnessed {sizes} (a step = retries + the reply that ended them)"
         ]
     reasons: list[str] = []
-    # A call the wire cannot match is attempts.multiset's finding; here only joined calls are placed.
-    held_all = [attempt_of[ref] for s in ordered for ref in s.get("model_call_refs") or [] if ref in attempt_of]
-    if len(held_all) != sum(recorded) or held_all != ids:
-        # Not every step holds exactly its attempts: each is compared with its own.
-        for n, (s, group) in enumerate(zip(ordered, groups or _groups(ids, keys), strict=True), start=1):
-            held = [attempt_of[ref] for ref in s.get("model_call_refs") or [] if ref in attempt_of]
-            if held != group and not set(held) <= set(group):
-                reasons.append(f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}")
+    # Steps that reference the wire's calls in its order hold exactly its steps' attempts: nothing to look up.
+    if not _in_wire_order(joined, model, ordered):
+        pairs = joined.pairs
+        attempt_of = dict(zip(map(_CALL_ID, map(_FIRST, pairs)), map(_ATTEMPT_ID, map(_SECOND, pairs)), strict=True))
+        # A call the wire cannot match is attempts.multiset's finding; here only joined calls are placed.
+        held_all = [attempt_of[ref] for s in ordered for ref in s.get("model_call_refs") or [] if ref in attempt_of]
+        if len(held_all) != sum(recorded) or held_all != ids:
+            # Not every step holds exactly its attempts: each is compared with its own.
+            for n, (s, group) in enumerate(zip(ordered, groups or _groups(ids, keys), strict=True), start=1):
+                held = [attempt_of[ref] for ref in s.get("model_call_refs") or [] if ref in attempt_of]
+                if held != group and not set(held) <= set(group):
+                    reasons.append(
+                        f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}"
+                    )
     provenance = ev.r.get("provenance")
     inferred = isinstance(provenance, dict) and provenance.get("retry_placement") == "inferred"
     if not reasons and inferred and any(size > 1 for size in sizes):
