@@ -245,6 +245,8 @@ def tools_request_join(ev: Evidence) -> list[str]:
     Not applicable without tool ids (scope `tool_ids`): a text-driven harness's history holds reply text, and the
     commands it parsed from it have ids the harness minted itself.
     """
+    if _decided(lambda: _each_requested_once(ev)):
+        return []
     # Indexed once: rollouts with 100,000 calls must not cost a scan of the history per tool record. The first
     # request of each (invocation, id), and how often it was requested where that is more than once.
     first: dict[tuple[Any, Any], dict[str, Any]] = {}
@@ -274,6 +276,27 @@ def tools_request_join(ev: Evidence) -> list[str]:
             asked = request.get("tool_name")
             reasons.append(f"tool {cid}: recorded as {t['tool_name']!r} but requested as {asked!r}")
     return reasons
+
+
+def _each_requested_once(ev: Evidence) -> bool:
+    """Whether tools.request_join finds nothing: every id requested once in its invocation's history, and every tool
+    record joining its request by invocation and id, under the same name. Indexed per invocation, by id alone."""
+    requests: dict[Any, dict[Any, dict[str, Any]]] = {}
+    for inv in _dicts(ev, "invocations"):
+        by_id = requests.setdefault(inv["invocation_id"], {})
+        for m in inv["conversation"]:
+            if m.get("role") == "assistant":
+                for tc in m.get("tool_calls") or []:
+                    cid = tc.get("tool_call_id")
+                    if cid in by_id:
+                        return False  # requested again (in this or a same-named invocation)
+                    by_id[cid] = tc
+    for t in _dicts(ev, "tool_calls"):
+        of_inv = requests.get(t.get("invocation_id"))
+        request = None if of_inv is None else of_inv.get(t["tool_call_id"])
+        if request is None or request.get("tool_name") != t["tool_name"]:
+            return False
+    return True
 
 
 @check(

@@ -190,13 +190,14 @@ def witness_output(ev: Evidence) -> list[str]:
     """Each tool record's output is exactly what the model saw as the call's result (joined by id: not applicable
     without tool ids; the shared screen a text-driven harness sees is witnessed as each call's result)."""
     records = _records(ev)
+    results_seen = ev.w.results_seen
     reasons = []
     for call in ev.w.tool_calls():
         if call.get("final_submit"):
             # The model never saw a result of the final-submit call (the harness ended on it): nothing to compare.
             continue
         t = records[call["tool_call_id"]]
-        results = ev.w.results_seen(call["tool_call_id"])
+        results = results_seen(call["tool_call_id"])
         if len(results) == 1 and t.get("output") == results[0]["output"]:
             continue  # the common case: seen once, as recorded
         for seen in {s["output"] for s in results}:

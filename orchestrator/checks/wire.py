@@ -188,14 +188,16 @@ def history_witness_results(ev: Evidence) -> list[str]:
     Not applicable where no result ever goes back to the model (scope `tool_results`, SciCode).
     """
     reasons = []
+    results_seen = ev.w.results_seen
     for inv in ev.r.get("invocations") or []:
         for n, m in enumerate(inv.get("conversation") or []):
             if not isinstance(m, dict) or m.get("role") != "tool":
                 continue
-            results = ev.w.results_seen(str(m.get("tool_call_id")))
+            results = results_seen(str(m.get("tool_call_id")))
             if not results:
                 continue  # a result the wire never carried is witness.results_seen's finding
-            text = _text(m.get("content"))
+            content = m.get("content")
+            text = content if isinstance(content, str) else _text(content)
             if len(results) == 1 and text == results[0]["output"]:
                 continue  # the common case: seen once, as recorded
             seen = {s["output"] for s in results}
