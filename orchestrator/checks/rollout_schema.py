@@ -34,8 +34,12 @@ def _frag(ev: Evidence, value: Any, pointer: str, at: str) -> list[str]:
 
 def _all_valid(ev: Evidence, values: list[Any], pointer: str) -> bool:
     """Whether every value is valid against the fragment, judged in one call: True lets a check skip its per-entry
-    faults (each would be empty); False says nothing, and the entries are judged one by one as before."""
-    return _json_only(ev) and fragment_batch_precheck(FMT, pointer)(values)
+    faults (each would be empty); False says nothing, and the entries are judged one by one as before.
+
+    Only the values judged are looked through for a tuple (the one thing the fast judge reads otherwise), not the
+    whole rollout: the model calls' other fields are no part of these arrays."""
+    json_only = ev.rollout_parsed or not holds_tuple(values)
+    return json_only and fragment_batch_precheck(FMT, pointer)(values)
 
 
 def _all_dicts(values: list[Any]) -> bool:
@@ -361,7 +365,8 @@ def _records_complete(tools: list[dict[str, Any]], per_call_status: bool) -> boo
 def outcome_fields(ev: Evidence) -> list[str]:
     """The outcome says how the run ended: a completed run names its final answer, an error run its failure."""
     out = ev.r.get("outcome")
-    reasons = _frag(ev, out, "/$defs/outcome", "$.outcome")
+    # One small value: looked through for a tuple itself (what `_json_only` would answer for it), not the rollout.
+    reasons = [str(f) for f in fragment_faults(out, FMT, "/$defs/outcome", "$.outcome", parsed=ev.rollout_parsed)]
     if reasons or not isinstance(out, dict):
         return reasons
     if out["status"] == "completed" and not out.get("final_answer"):
