@@ -42,6 +42,7 @@ def _decided(fast: Callable[[], bool]) -> bool:
 def history_rebuildable(ev: Evidence) -> list[str]:
     """Each invocation's model-visible history can be replayed: a task, and every tool call answered in order."""
     reasons = []
+    turns_of = _assistant_turns(ev)
     for inv in _dicts(ev, "invocations"):
         iid = inv["invocation_id"]
         # One pass over the history (it may hold 200,000 messages): the task, the answers, the assistant turns.
@@ -65,6 +66,7 @@ def history_rebuildable(ev: Evidence) -> list[str]:
                 answered.add(cid)
             elif role == "user":
                 has_task = True
+        turns_of[id(inv)] = turns
         if not has_task:
             reasons.append(f"invocation {iid}: the conversation has no user message (the task)")
         reasons += found
@@ -278,19 +280,28 @@ def tools_request_join(ev: Evidence) -> list[str]:
     return reasons
 
 
+def _assistant_turns(ev: Evidence) -> dict[int, list[dict[str, Any]]]:
+    """Each invocation's assistant messages, in order, by the invocation's id(): history.rebuildable's pass over a
+    history finds them, so tools.request_join need not pass over the other messages again (shared: do not modify)."""
+    return shared(ev, "assistant_turns", lambda e: {})
+
+
 def _each_requested_once(ev: Evidence) -> bool:
     """Whether tools.request_join finds nothing: every id requested once in its invocation's history, and every tool
     record joining its request by invocation and id, under the same name. Indexed per invocation, by id alone."""
     requests: dict[Any, dict[Any, dict[str, Any]]] = {}
+    turns_of = _assistant_turns(ev)
     for inv in _dicts(ev, "invocations"):
         by_id = requests.setdefault(inv["invocation_id"], {})
-        for m in inv["conversation"]:
-            if m.get("role") == "assistant":
-                for tc in m.get("tool_calls") or []:
-                    cid = tc.get("tool_call_id")
-                    if cid in by_id:
-                        return False  # requested again (in this or a same-named invocation)
-                    by_id[cid] = tc
+        turns = turns_of.get(id(inv))
+        if turns is None:
+            turns = [m for m in inv["conversation"] if m.get("role") == "assistant"]
+        for m in turns:
+            for tc in m.get("tool_calls") or []:
+                cid = tc.get("tool_call_id")
+                if cid in by_id:
+                    return False  # requested again (in this or a same-named invocation)
+                by_id[cid] = tc
     for t in _dicts(ev, "tool_calls"):
         of_inv = requests.get(t.get("invocation_id"))
         request = None if of_inv is None else of_inv.get(t["tool_call_id"])
