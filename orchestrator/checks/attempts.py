@@ -44,6 +44,8 @@ def _calls(ev: Evidence) -> list[dict[str, Any]]:
 )
 def attempts_multiset(ev: Evidence) -> list[str]:
     """Every witnessed model attempt is recorded once: successes joined by response id, failures by status."""
+    if attempt_keys(ev, "model") == call_keys(ev):
+        return []  # the same keys in the same order: the same multisets, decided without counting
     witnessed = Counter(attempt_keys(ev, "model"))
     recorded = Counter(call_keys(ev))
     # A harness may also record calls the provider answered outside the script (title generation, a
@@ -83,8 +85,14 @@ def _name(call: dict[str, Any]) -> str:
 )
 def calls_response_metadata(ev: Evidence) -> list[str]:
     """Each recorded success carries the protocol and finish reason of the reply with its response id."""
+    joined = _joined(ev)
+    calls, replies = [c for c, _ in joined], [a for _, a in joined]
+    if [c.get("finish_reason") for c in calls] == [a.get("finish_reason") for a in replies] and [
+        c.get("protocol") for c in calls
+    ] == [a.get("protocol") for a in replies]:
+        return []  # every pair agrees: decided a field at a time
     reasons = []
-    for c, a in _joined(ev):
+    for c, a in joined:
         if c.get("finish_reason") != a.get("finish_reason"):
             reasons.append(f"{_name(c)}: finish_reason {c.get('finish_reason')!r}, sent {a.get('finish_reason')!r}")
         if c.get("protocol") != a.get("protocol"):
@@ -122,7 +130,11 @@ def tokens_match(ev: Evidence) -> list[str]:
             f"the wire carried usage on {len(carried)} replies and no recorded call holds any of it "
             "(no recorded success joins a reply)"
         )
-    for c, a in joined:
+    # The common case, decided at once: every reply's usage is the call's token_stats, both objects.
+    usages = [a.get("usage") for _, a in joined]
+    stats_all = [c.get("token_stats") for c, _ in joined]
+    same = set(map(type, usages)) <= {dict} and usages == stats_all
+    for c, a in [] if same else joined:
         usage = a.get("usage")
         stats = c.get("token_stats") or {}
         if isinstance(usage, dict) and isinstance(stats, dict) and _counts(stats) == _counts(usage):

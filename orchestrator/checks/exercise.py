@@ -37,14 +37,15 @@ def tools_executed(ev: Evidence) -> list[str]:
     reasons = []
     if len(calls) < scripted:
         reasons.append(f"the provider issued {len(calls)} of {scripted} scripted tool calls")
+    markers_seen, collected_files = ev.w.markers, ev.markers  # looked up once, not per call
     for call in calls:
         cid, token = call["tool_call_id"], call["token"]
-        seen = ev.w.markers(cid)
+        seen = markers_seen(cid)
         if len(seen) == 1 and seen[0]["present"] and seen[0]["matches"]:
             pass  # the common case, decided without a generator
         elif not any(m["present"] and m["matches"] for m in seen):
             reasons.append(f"{cid}: the proxy never saw its marker with the token")
-        collected = ev.markers.get(f"{cid}.txt")
+        collected = collected_files.get(f"{cid}.txt")
         if collected != token:
             state = "missing" if collected is None else "with other content"
             reasons.append(f"{cid}: collected marker file {state}")
@@ -66,11 +67,12 @@ def results_seen(ev: Evidence) -> list[str]:
     blocks, if at all, only after its last request).
     """
     reasons = []
+    results_seen = ev.w.results_seen
     for call in ev.w.tool_calls():
         if call.get("final_submit"):
             # The final answer delivered through the shell: the harness ends on it, so nothing carries it back.
             continue
-        seen = ev.w.results_seen(call["tool_call_id"])
+        seen = results_seen(call["tool_call_id"])
         if not seen:
             reasons.append(f"{call['tool_call_id']}: no later request carried its result")
         elif seen[0].get("token_present"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from orchestrator.checks.evidence import Evidence
@@ -97,6 +98,9 @@ class Join:
     # the witness's, no pairing of them is evidence, and the checks that read counts must say so (not pass).
     order_join_broken: str | None = None
     keys: list[Key] = field(default_factory=list)  # rollout_key of each pair's call, in the order of pairs
+    # Every call is the attempt at its own position, key for key (the honest case): nothing is left unpaired, and
+    # each key is recorded exactly as often as the wire shows it.
+    positional: bool = False
 
 
 def join_calls(ev: Evidence) -> Join:
@@ -117,6 +121,15 @@ def _join(ev: Evidence) -> Join:
     keys = call_keys(ev)
     oks = [c for c, key in zip(calls, keys, strict=True) if key[0] == "ok"]
     by_order = bool(oks) and all(c.get("response_id") is None for c in oks)
+    if (
+        not by_order
+        and keys == attempt_keys(ev, None)
+        and len(set(map(itemgetter("attempt_id"), attempts))) == len(attempts)
+    ):
+        # The calls are the attempts, key for key in the wire's order (the honest case): the earliest unused attempt
+        # of each call's key is the one at its own position, so every call pairs with it, in order (attempt ids
+        # unique: each attempt's arrival index is its position).
+        return Join(pairs=list(zip(calls, attempts, strict=True)), keys=list(keys), positional=True)
     index = {a["attempt_id"]: n for n, a in enumerate(attempts)}
     # Each attempt queued with its arrival index, so order is judged without a second lookup. Most keys (response
     # ids) are unique: such a key holds its one entry as is, and becomes a queue only when a second one comes.

@@ -9,9 +9,9 @@ from typing import Any
 from orchestrator.checks.evidence import Evidence, scope_of
 from orchestrator.checks.join import shared
 from orchestrator.checks.model import Kind, check
-from orchestrator.evidence import fragment_faults, holds_tuple
+from orchestrator.evidence import fragment_batch_precheck, fragment_faults, holds_tuple
 
-__all__ = ["parse_time"]
+__all__ = ["TimeCache", "parse_time"]
 
 FMT = "probe-rollout/v1"
 _ALL = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "E9")
@@ -30,6 +30,50 @@ def _json_only(ev: Evidence) -> bool:
 
 def _frag(ev: Evidence, value: Any, pointer: str, at: str) -> list[str]:
     return [str(f) for f in fragment_faults(value, FMT, pointer, at, parsed=_json_only(ev))]
+
+
+def _all_valid(ev: Evidence, values: list[Any], pointer: str) -> bool:
+    """Whether every value is valid against the fragment, judged in one call: True lets a check skip its per-entry
+    faults (each would be empty); False says nothing, and the entries are judged one by one as before.
+
+    Only the values judged are looked through for a tuple (the one thing the fast judge reads otherwise), not the
+    whole rollout: the model calls' other fields are no part of these arrays."""
+    json_only = ev.rollout_parsed or not holds_tuple(values)
+    return json_only and fragment_batch_precheck(FMT, pointer)(values)
+
+
+def _all_dicts(values: list[Any]) -> bool:
+    return set(map(type, values)) <= {dict}
+
+
+def _distinct(values: list[Any]) -> set[Any] | None:
+    """The distinct values, or None when one is not hashable (an object or array where a string belongs)."""
+    try:
+        return set(values)
+    except TypeError:
+        return None
+
+
+def _unique_nonblank(ids: list[Any]) -> bool:
+    """Whether every id is a non-blank string used once: the honest case, decided without a loop in Python."""
+    distinct = set(ids) if set(map(type, ids)) <= {str} else set()
+    return len(distinct) == len(ids) and "" not in distinct
+
+
+class TimeCache:
+    """parse_time, each distinct text parsed once: 100,000 records carry far fewer distinct times than entries."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, datetime | None] = {}
+
+    def parse(self, value: Any) -> datetime | None:
+        if type(value) is not str:
+            return parse_time(value)
+        try:
+            return self._seen[value]
+        except KeyError:
+            parsed = self._seen[value] = parse_time(value)
+            return parsed
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -83,6 +127,8 @@ def calls_present(ev: Evidence) -> list[str]:
 def calls_identity(ev: Evidence) -> list[str]:
     """Every model call has a non-blank model_call_id, unique within the rollout."""
     ids = [c.get("model_call_id") for c in _items(ev, "model_calls")]
+    if _unique_nonblank(ids):
+        return []
     reasons = [
         f"$.model_calls[{i}].model_call_id: missing or blank"
         for i, v in enumerate(ids)
@@ -102,9 +148,14 @@ def calls_identity(ev: Evidence) -> list[str]:
 )
 def calls_protocol(ev: Evidence) -> list[str]:
     """Every model call names its provider protocol (chat, responses or messages)."""
+    calls = _items(ev, "model_calls")
+    names = _distinct([c.get("protocol") for c in calls]) if _all_dicts(calls) else None
+    pointer = "/$defs/model_call/properties/protocol"
+    if names is not None and all(type(v) is str and not fragment_faults(v, FMT, pointer, "$") for v in names):
+        return []  # every call names one of a few valid protocols (a string holds no tuple: no look for one)
     reasons: list[str] = []
     valid: set[str] = set()  # a protocol name is judged once: 100,000 calls name the same one or two
-    for i, c in enumerate(_items(ev, "model_calls")):
+    for i, c in enumerate(calls):
         value = c.get("protocol")
         if type(value) is str and value in valid:
             continue
@@ -127,8 +178,9 @@ def calls_timing(ev: Evidence) -> list[str]:
     """Every model call has start and completion times, in order, and calls are recorded in start order."""
     reasons = []
     previous = None
+    times = TimeCache()
     for i, c in enumerate(_items(ev, "model_calls")):
-        start, end = parse_time(c.get("started_at")), parse_time(c.get("completed_at"))
+        start, end = times.parse(c.get("started_at")), times.parse(c.get("completed_at"))
         if start is None or end is None:
             reasons.append(f"$.model_calls[{i}]: started_at/completed_at missing or not ISO-8601")
             continue
@@ -152,24 +204,27 @@ def calls_outcome(ev: Evidence) -> list[str]:
     """Each call is either a 2xx with a response id and finish reason, or an error with a status or category."""
     reasons = []
     for i, c in enumerate(_items(ev, "model_calls")):
-        at = f"$.model_calls[{i}]"
         status, category = c.get("status_code"), c.get("error_category")
         rid = c.get("response_id")
         if rid is not None and not isinstance(rid, str):
             # Named here, so no later check has to read an id it cannot compare.
-            reasons.append(f"{at}.response_id: a {type(rid).__name__} is not a response id (string or null)")
+            reasons.append(
+                f"$.model_calls[{i}].response_id: a {type(rid).__name__} is not a response id (string or null)"
+            )
             continue
         if status is not None and not (isinstance(status, int) and 100 <= status <= 599):
-            reasons.append(f"{at}.status_code: {status!r} is not an HTTP status or null")
+            reasons.append(f"$.model_calls[{i}].status_code: {status!r} is not an HTTP status or null")
             continue
         if isinstance(category, str) and category:
             continue
         if not (isinstance(status, int) and 200 <= status < 300):
-            reasons.append(f"{at}: neither a 2xx status nor an error_category (status {status!r})")
+            reasons.append(f"$.model_calls[{i}]: neither a 2xx status nor an error_category (status {status!r})")
             continue
+        if rid and isinstance(c.get("finish_reason"), str) and c.get("finish_reason"):
+            continue  # the common case: a success with its id and finish reason (the path is formatted only if not)
         for key in ("response_id", "finish_reason"):
             if not (isinstance(c.get(key), str) and c.get(key)):
-                reasons.append(f"{at}.{key}: a successful call needs a non-blank {key}")
+                reasons.append(f"$.model_calls[{i}].{key}: a successful call needs a non-blank {key}")
     return reasons
 
 
@@ -183,10 +238,14 @@ def calls_outcome(ev: Evidence) -> list[str]:
 )
 def tokens_fields(ev: Evidence) -> list[str]:
     """Every call has token_stats with prompt, completion, reasoning, total, cached: each a count >= 0 or null."""
+    calls = _items(ev, "model_calls")
+    pointer = "/$defs/model_call/properties/token_stats"
+    if _all_dicts(calls) and _all_valid(ev, [c.get("token_stats") for c in calls], pointer):
+        return []
     reasons: list[str] = []
-    for i, c in enumerate(_items(ev, "model_calls")):
+    for i, c in enumerate(calls):
         at = f"$.model_calls[{i}].token_stats"
-        reasons += _frag(ev, c.get("token_stats"), "/$defs/model_call/properties/token_stats", at)
+        reasons += _frag(ev, c.get("token_stats"), pointer, at)
     return reasons
 
 
@@ -204,8 +263,9 @@ def invocations_identity(ev: Evidence) -> list[str]:
     if not invs:
         return ["$.invocations is empty: no invocation owns the calls"]
     reasons: list[str] = []
-    for i, inv in enumerate(invs):
-        reasons += _frag(ev, inv, "/$defs/invocation", f"$.invocations[{i}]")
+    if not _all_valid(ev, invs, "/$defs/invocation"):
+        for i, inv in enumerate(invs):
+            reasons += _frag(ev, inv, "/$defs/invocation", f"$.invocations[{i}]")
     ids = [inv.get("invocation_id") for inv in invs if isinstance(inv, dict)]
     reasons += [f"invocation_id {v!r} used {n} times" for v, n in Counter(ids).items() if n > 1]
     return reasons
@@ -227,12 +287,16 @@ def steps_numbering(ev: Evidence) -> list[str]:
         return ["$.steps is empty: no agent step recorded"]
     reasons: list[str] = []
     by_inv: dict[Any, list[Any]] = {}
+    valid = _all_valid(ev, steps, "/$defs/step")  # then every step is an object and has no faults to name
+    if valid and _one_invocation_in_order(steps):
+        return []
+    times = TimeCache()
     for i, st in enumerate(steps):
-        frag = _frag(ev, st, "/$defs/step", f"$.steps[{i}]")
-        reasons += frag
-        if not isinstance(st, dict):
-            continue
-        if parse_time(st.get("timestamp")) is None:
+        if not valid:
+            reasons += _frag(ev, st, "/$defs/step", f"$.steps[{i}]")
+            if not isinstance(st, dict):
+                continue
+        if times.parse(st.get("timestamp")) is None:
             reasons.append(f"$.steps[{i}].timestamp: missing or not ISO-8601")
         by_inv.setdefault(st.get("invocation_id"), []).append(st.get("step_no"))
     for inv, numbers in by_inv.items():
@@ -261,6 +325,10 @@ def tools_record(ev: Evidence) -> list[str]:
     if not tools:
         return ["$.tool_calls is empty: no tool execution recorded"]
     reasons: list[str] = []
+    if _all_valid(ev, tools, "/$defs/tool_call") and _records_complete(tools, per_call_status):
+        ids = [t["tool_call_id"] for t in tools]
+        if len(set(ids)) == len(ids):
+            return []
     for i, t in enumerate(tools):
         at = f"$.tool_calls[{i}]"
         reasons += _frag(ev, t, "/$defs/tool_call", at)
@@ -279,6 +347,25 @@ def tools_record(ev: Evidence) -> list[str]:
     return reasons
 
 
+def _one_invocation_in_order(steps: list[dict[str, Any]]) -> bool:
+    """Of schema-valid steps: whether all belong to one invocation, are numbered 1, 2, 3... in order and carry
+    times that parse (each distinct time parsed once): steps.numbering's honest case, without a pass per step."""
+    if len({st["invocation_id"] for st in steps}) != 1:
+        return False
+    if any(parse_time(stamp) is None for stamp in {st["timestamp"] for st in steps}):
+        return False
+    return [st["step_no"] for st in steps] == list(range(1, len(steps) + 1))
+
+
+def _records_complete(tools: list[dict[str, Any]], per_call_status: bool) -> bool:
+    """Of schema-valid tool records: whether none lacks an id, a name, an output or (when asked for) a status."""
+    names = {t["tool_name"] for t in tools}
+    outputs = {type(t["output"]) for t in tools}
+    statuses = {t["status"] for t in tools}
+    # The schema makes ids non-blank strings, names strings, outputs strings or null.
+    return "" not in names and outputs <= {str} and (None not in statuses or not per_call_status)
+
+
 @check(
     "outcome.fields",
     kind=Kind.SCHEMA,
@@ -290,7 +377,8 @@ def tools_record(ev: Evidence) -> list[str]:
 def outcome_fields(ev: Evidence) -> list[str]:
     """The outcome says how the run ended: a completed run names its final answer, an error run its failure."""
     out = ev.r.get("outcome")
-    reasons = _frag(ev, out, "/$defs/outcome", "$.outcome")
+    # One small value: looked through for a tuple itself (what `_json_only` would answer for it), not the rollout.
+    reasons = [str(f) for f in fragment_faults(out, FMT, "/$defs/outcome", "$.outcome", parsed=ev.rollout_parsed)]
     if reasons or not isinstance(out, dict):
         return reasons
     if out["status"] == "completed" and not out.get("final_answer"):

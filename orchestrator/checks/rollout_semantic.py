@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
@@ -13,8 +14,21 @@ __all__: list[str] = []
 
 
 def _dicts(ev: Evidence, key: str) -> list[dict[str, Any]]:
-    value = ev.r.get(key)
+    """The entries of one collection that are objects (shared by the checks of one run: do not modify)."""
+    return shared(ev, f"dicts:{key}", lambda e: _objects(e.r.get(key)))
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+def _decided(fast: Callable[[], bool]) -> bool:
+    """Whether a check's fast look at the honest case finds nothing to report. Anything it did not expect (a
+    missing field, a value of another type) is left to the check's full reading, which names it as it always did."""
+    try:
+        return fast()
+    except Exception:
+        return False
 
 
 @check(
@@ -28,6 +42,7 @@ def _dicts(ev: Evidence, key: str) -> list[dict[str, Any]]:
 def history_rebuildable(ev: Evidence) -> list[str]:
     """Each invocation's model-visible history can be replayed: a task, and every tool call answered in order."""
     reasons = []
+    turns_of = _assistant_turns(ev)
     for inv in _dicts(ev, "invocations"):
         iid = inv["invocation_id"]
         # One pass over the history (it may hold 200,000 messages): the task, the answers, the assistant turns.
@@ -51,6 +66,7 @@ def history_rebuildable(ev: Evidence) -> list[str]:
                 answered.add(cid)
             elif role == "user":
                 has_task = True
+        turns_of[id(inv)] = turns
         if not has_task:
             reasons.append(f"invocation {iid}: the conversation has no user message (the task)")
         reasons += found
@@ -103,6 +119,21 @@ def invocations_parent(ev: Evidence) -> list[str]:
 def ownership_call_owner(ev: Evidence) -> list[str]:
     """Every model call, failed attempts included, is owned by exactly one invocation, and both sides agree."""
     calls = _calls_by_id(ev)
+    invs = _dicts(ev, "invocations")
+
+    def one_owner_each() -> bool:
+        # Every call referenced by exactly one invocation, every reference a recorded call, and owners agreeing.
+        refs = [ref for inv in invs for ref in inv["model_call_refs"]]
+        distinct = set(refs)
+        if len(distinct) != len(refs) or distinct != calls.keys():
+            return False
+        return all(
+            {calls[ref].get("invocation_id") for ref in inv["model_call_refs"]} <= {inv["invocation_id"]}
+            for inv in invs
+        )
+
+    if _decided(one_owner_each):
+        return []
     owner: dict[str, str] = {}  # each call's first owner; a call referenced again also has all its owners listed
     owners_of: dict[str, list[str]] = {}
     reasons = []
@@ -141,8 +172,23 @@ def _calls_by_id(ev: Evidence) -> dict[Any, dict[str, Any]]:
 def steps_call_refs(ev: Evidence) -> list[str]:
     """Each step references at least one recorded call, and each call it references belongs to its invocation."""
     calls = _calls_by_id(ev)
+    steps = _dicts(ev, "steps")
+
+    def all_known_and_own() -> bool:
+        for st in steps:
+            st["step_no"]  # read as the full reading does: a step without one is its error, not a pass
+            iid, refs = st["invocation_id"], st["model_call_refs"]
+            if not refs:
+                return False
+            for ref in refs:
+                if calls[ref].get("invocation_id") != iid:
+                    return False
+        return True
+
+    if _decided(all_known_and_own):
+        return []
     reasons = []
-    for st in _dicts(ev, "steps"):
+    for st in steps:
         where = f"step {st['step_no']} of {st['invocation_id']!r}"
         if not st["model_call_refs"]:
             reasons.append(f"{where}: references no model call")
@@ -165,6 +211,18 @@ def steps_call_refs(ev: Evidence) -> list[str]:
 )
 def steps_attempt_accounting(ev: Evidence) -> list[str]:
     """Every recorded policy call, retries included, belongs to exactly one step; a compaction's calls to none."""
+
+    def each_in_one_step() -> bool:
+        if any(comp.get("model_call_refs") for comp in _dicts(ev, "compactions")):
+            return False  # calls a compaction made are owned by no step: the full reading sorts them out
+        refs = [ref for st in _dicts(ev, "steps") for ref in st["model_call_refs"]]
+        distinct = set(refs)
+        return len(distinct) == len(refs) and distinct.issuperset(
+            [c["model_call_id"] for c in _dicts(ev, "model_calls")]
+        )
+
+    if _decided(each_in_one_step):
+        return []
     counts = Counter(ref for st in _dicts(ev, "steps") for ref in st["model_call_refs"])
     helpers = {ref for comp in _dicts(ev, "compactions") for ref in comp.get("model_call_refs") or []}
     return [
@@ -189,6 +247,8 @@ def tools_request_join(ev: Evidence) -> list[str]:
     Not applicable without tool ids (scope `tool_ids`): a text-driven harness's history holds reply text, and the
     commands it parsed from it have ids the harness minted itself.
     """
+    if _decided(lambda: _each_requested_once(ev)):
+        return []
     # Indexed once: rollouts with 100,000 calls must not cost a scan of the history per tool record. The first
     # request of each (invocation, id), and how often it was requested where that is more than once.
     first: dict[tuple[Any, Any], dict[str, Any]] = {}
@@ -218,6 +278,36 @@ def tools_request_join(ev: Evidence) -> list[str]:
             asked = request.get("tool_name")
             reasons.append(f"tool {cid}: recorded as {t['tool_name']!r} but requested as {asked!r}")
     return reasons
+
+
+def _assistant_turns(ev: Evidence) -> dict[int, list[dict[str, Any]]]:
+    """Each invocation's assistant messages, in order, by the invocation's id(): history.rebuildable's pass over a
+    history finds them, so tools.request_join need not pass over the other messages again (shared: do not modify)."""
+    return shared(ev, "assistant_turns", lambda e: {})
+
+
+def _each_requested_once(ev: Evidence) -> bool:
+    """Whether tools.request_join finds nothing: every id requested once in its invocation's history, and every tool
+    record joining its request by invocation and id, under the same name. Indexed per invocation, by id alone."""
+    requests: dict[Any, dict[Any, dict[str, Any]]] = {}
+    turns_of = _assistant_turns(ev)
+    for inv in _dicts(ev, "invocations"):
+        by_id = requests.setdefault(inv["invocation_id"], {})
+        turns = turns_of.get(id(inv))
+        if turns is None:
+            turns = [m for m in inv["conversation"] if m.get("role") == "assistant"]
+        for m in turns:
+            for tc in m.get("tool_calls") or []:
+                cid = tc.get("tool_call_id")
+                if cid in by_id:
+                    return False  # requested again (in this or a same-named invocation)
+                by_id[cid] = tc
+    for t in _dicts(ev, "tool_calls"):
+        of_inv = requests.get(t.get("invocation_id"))
+        request = None if of_inv is None else of_inv.get(t["tool_call_id"])
+        if request is None or request.get("tool_name") != t["tool_name"]:
+            return False
+    return True
 
 
 @check(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
@@ -42,6 +43,18 @@ def witness_ids(ev: Evidence) -> list[str]:
     Not applicable where steps reach the harness as text (scope `tool_ids`, Terminus 2): no call id is sent.
     """
     tools = ev.r.get("tool_calls")
+    if isinstance(tools, list) and set(map(type, tools)) <= {dict}:
+        ids = [t.get("tool_call_id") for t in tools]
+        try:
+            distinct = set(ids)
+        except TypeError:  # an id that is an object: the counting below names what it can
+            distinct = None
+        if (
+            distinct is not None
+            and len(distinct) == len(ids)
+            and distinct == {c["tool_call_id"] for c in ev.w.tool_calls()}
+        ):
+            return []  # each witnessed id recorded once, and no other: decided without counting
     recorded = (
         Counter(t.get("tool_call_id") for t in tools if isinstance(t, dict)) if isinstance(tools, list) else Counter()
     )
@@ -55,6 +68,31 @@ def witness_ids(ev: Evidence) -> list[str]:
         for cid in sorted(recorded.keys() - witnessed.keys(), key=str)
     ]
     return reasons
+
+
+def _paired(ev: Evidence) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """The witnessed tool calls and, aligned with them, the record of each id; None when an id has none (the full
+    readings below then fail as they always did). Shared by the checks of one run: do not modify."""
+    return shared(ev, "tool_pairs", _pair)
+
+
+def _pair(ev: Evidence) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    records = _records(ev)
+    calls = ev.w.tool_calls()
+    try:
+        return calls, [records[c["tool_call_id"]] for c in calls]
+    except KeyError:
+        return None
+
+
+def _decided(ev: Evidence, fast: Callable[[list[dict[str, Any]], list[dict[str, Any]]], bool]) -> bool:
+    """Whether a check's look at all pairs at once finds nothing to report; anything it did not expect (a missing
+    field) is left to the check's full reading, which names it as it always did."""
+    paired = _paired(ev)
+    try:
+        return paired is not None and fast(*paired)
+    except Exception:
+        return False
 
 
 def _arguments(value: Any) -> Any:
@@ -78,6 +116,18 @@ def _arguments(value: Any) -> Any:
 def witness_request(ev: Evidence) -> list[str]:
     """Each tool record has the name and arguments the provider sent in the call (joined by id: not applicable
     without tool ids)."""
+
+    def all_as_sent(calls: list[dict[str, Any]], recs: list[dict[str, Any]]) -> bool:
+        args = [t.get("arguments") for t in recs]
+        # A recorded string would be read as JSON before comparing: only objects are compared as they are.
+        return (
+            str not in set(map(type, args))
+            and [t.get("tool_name") for t in recs] == [c["name"] for c in calls]
+            and args == [c["arguments"] for c in calls]
+        )
+
+    if _decided(ev, all_as_sent):
+        return []
     records = _records(ev)
     reasons = []
     for call in ev.w.tool_calls():
@@ -103,6 +153,14 @@ def witness_status(ev: Evidence) -> list[str]:
 
     Not applicable without tool ids: commands typed into one terminal (Terminus 2) have no per-command status.
     """
+
+    def all_as_scripted(calls: list[dict[str, Any]], recs: list[dict[str, Any]]) -> bool:
+        codes = [c["exit_code"] for c in calls]
+        statuses = ["failed" if code != 0 else "succeeded" for code in codes]
+        return [t.get("status") for t in recs] == statuses and [t.get("exit_code") for t in recs] == codes
+
+    if _decided(ev, all_as_scripted):
+        return []
     records = _records(ev)
     reasons = []
     for call in ev.w.tool_calls():
@@ -132,13 +190,14 @@ def witness_output(ev: Evidence) -> list[str]:
     """Each tool record's output is exactly what the model saw as the call's result (joined by id: not applicable
     without tool ids; the shared screen a text-driven harness sees is witnessed as each call's result)."""
     records = _records(ev)
+    results_seen = ev.w.results_seen
     reasons = []
     for call in ev.w.tool_calls():
         if call.get("final_submit"):
             # The model never saw a result of the final-submit call (the harness ended on it): nothing to compare.
             continue
         t = records[call["tool_call_id"]]
-        results = ev.w.results_seen(call["tool_call_id"])
+        results = results_seen(call["tool_call_id"])
         if len(results) == 1 and t.get("output") == results[0]["output"]:
             continue  # the common case: seen once, as recorded
         for seen in {s["output"] for s in results}:

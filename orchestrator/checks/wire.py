@@ -7,12 +7,13 @@ import json
 import re
 from collections import Counter
 from datetime import timedelta
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import attempt_keys, call_keys, join_calls, rollout_key, witness_key
+from orchestrator.checks.join import Join, Key, attempt_keys, call_keys, join_calls, rollout_key, witness_key
 from orchestrator.checks.model import Kind, Unverifiable, check
-from orchestrator.checks.rollout_schema import parse_time
+from orchestrator.checks.rollout_schema import TimeCache
 
 __all__ = ["CLOCK_TOLERANCE", "EARLY_START_LIMIT"]
 
@@ -109,9 +110,11 @@ def _unambiguous(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Pairs whose join names one attempt for certain: a success by its id, or a failure whose status the rollout
     records exactly as often as the wire shows it. With one of two 429s dropped, which one a recorded 429 was is a
     guess, and a time compared against a guess would blame the times for a missing attempt (multiset's finding)."""
+    joined = join_calls(ev)
+    if joined.positional:
+        return joined.pairs  # every key recorded exactly as often as witnessed: each pair is certain
     witnessed = Counter(attempt_keys(ev, None))
     recorded = Counter(call_keys(ev))
-    joined = join_calls(ev)
     out = []
     for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
         if (key[0] == "ok" and c.get("response_id") is not None) or witnessed[key] == recorded[key]:
@@ -135,11 +138,15 @@ def calls_witness_times(ev: Evidence) -> list[str]:
     attempt's own.
     """
     reasons = []
+    times = TimeCache()
+    parse = times.parse
     for c, a in _unambiguous(ev):
-        start, end = parse_time(c.get("started_at")), parse_time(c.get("completed_at"))
-        sent, answered = parse_time(a.get("started_at")), parse_time(a.get("completed_at"))
+        start, end = parse(c.get("started_at")), parse(c.get("completed_at"))
+        sent, answered = parse(a.get("started_at")), parse(a.get("completed_at"))
         if start is None or end is None or sent is None or answered is None:
             continue  # calls.timing names malformed recorded times; witness times are schema-checked
+        if start <= answered and end >= sent and start >= sent:
+            continue  # the common case: the call inside its attempt, no tolerance needed
         if start > answered + CLOCK_TOLERANCE:
             reasons.append(f"{_name(c)}: started_at {c['started_at']} after the proxy answered at {a['completed_at']}")
         if end < sent - CLOCK_TOLERANCE:
@@ -181,14 +188,16 @@ def history_witness_results(ev: Evidence) -> list[str]:
     Not applicable where no result ever goes back to the model (scope `tool_results`, SciCode).
     """
     reasons = []
+    results_seen = ev.w.results_seen
     for inv in ev.r.get("invocations") or []:
         for n, m in enumerate(inv.get("conversation") or []):
             if not isinstance(m, dict) or m.get("role") != "tool":
                 continue
-            results = ev.w.results_seen(str(m.get("tool_call_id")))
+            results = results_seen(str(m.get("tool_call_id")))
             if not results:
                 continue  # a result the wire never carried is witness.results_seen's finding
-            text = _text(m.get("content"))
+            content = m.get("content")
+            text = content if isinstance(content, str) else _text(content)
             if len(results) == 1 and text == results[0]["output"]:
                 continue  # the common case: seen once, as recorded
             seen = {s["output"] for s in results}
@@ -255,6 +264,32 @@ def ownership_wire_sessions(ev: Evidence) -> list[str]:
     return reasons
 
 
+_ATTEMPT_ID = itemgetter("attempt_id")
+_CALL_ID = methodcaller("get", "model_call_id")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def _in_wire_order(joined: Join, model: list[dict[str, Any]], ordered: list[dict[str, Any]]) -> bool:
+    """Whether the steps, read in order, reference the calls of the model attempts in the wire's order, each once:
+    true of an honest rollout whose calls pair with the attempts by position (every attempt a model attempt)."""
+    if not joined.positional or len(model) != len(joined.pairs):
+        return False
+    called = [c.get("model_call_id") for c, _ in joined.pairs]
+    if not set(map(type, called)) <= {str} or len(set(called)) != len(called):
+        return False
+    return [ref for s in ordered for ref in s.get("model_call_refs") or []] == called
+
+
+def _groups(ids: list[str], keys: list[Key]) -> list[list[str]]:
+    """The wire's steps: the failed attempts retried before a reply, with that reply."""
+    groups: list[list[str]] = [[]]
+    for attempt_id, key in zip(ids, keys, strict=True):
+        groups[-1].append(attempt_id)
+        if key[0] == "ok":
+            groups.append([])
+    return [g for g in groups if g]
+
+
 @check(
     "steps.witness_attempts",
     kind=Kind.BEHAVIORAL,
@@ -272,33 +307,43 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
     the join of calls to attempts, so it depends on attempts.exchange having found that join in the wire's order,
     and it reads the steps of all invocations as one sequence, so it depends on the ownership the wire shows.
     """
-    groups: list[list[str]] = [[]]
-    for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True):
-        groups[-1].append(a["attempt_id"])
-        if key[0] == "ok":
-            groups.append([])
-    groups = [g for g in groups if g]
-    attempt_of = {c.get("model_call_id"): a["attempt_id"] for c, a in join_calls(ev).pairs}
+    model, keys = ev.w.attempts("model"), attempt_keys(ev, "model")
+    ids = list(map(_ATTEMPT_ID, model))
+    groups: list[list[str]] | None = None
+    if {key[0] for key in keys} <= {"ok"}:
+        sizes = [1] * len(ids)  # every attempt a success: each its own step
+    else:
+        groups = _groups(ids, keys)
+        sizes = [len(g) for g in groups]
+    joined = join_calls(ev)
     steps = ev.r.get("steps")
     ordered = sorted(
         (s for s in (steps if isinstance(steps, list) else []) if isinstance(s, dict)),
         key=lambda s: s.get("step_no", 0),
     )
     recorded = [len(s.get("model_call_refs") or []) for s in ordered]
-    if recorded != [len(g) for g in groups]:
+    if recorded != sizes:
         return [
-            f"attempts per step recorded {recorded}, witnessed {[len(g) for g in groups]} "
-            "(a step = retries + the reply that ended them)"
+            f"attempts per step recorded {recorded}, witnessed {sizes} (a step = retries + the reply that ended them)"
         ]
     reasons: list[str] = []
-    for n, (s, group) in enumerate(zip(ordered, groups, strict=True), start=1):
+    # Steps that reference the wire's calls in its order hold exactly its steps' attempts: nothing to look up.
+    if not _in_wire_order(joined, model, ordered):
+        pairs = joined.pairs
+        attempt_of = dict(zip(map(_CALL_ID, map(_FIRST, pairs)), map(_ATTEMPT_ID, map(_SECOND, pairs)), strict=True))
         # A call the wire cannot match is attempts.multiset's finding; here only joined calls are placed.
-        held = [attempt_of[ref] for ref in s.get("model_call_refs") or [] if ref in attempt_of]
-        if held != group and not set(held) <= set(group):
-            reasons.append(f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}")
+        held_all = [attempt_of[ref] for s in ordered for ref in s.get("model_call_refs") or [] if ref in attempt_of]
+        if len(held_all) != sum(recorded) or held_all != ids:
+            # Not every step holds exactly its attempts: each is compared with its own.
+            for n, (s, group) in enumerate(zip(ordered, groups or _groups(ids, keys), strict=True), start=1):
+                held = [attempt_of[ref] for ref in s.get("model_call_refs") or [] if ref in attempt_of]
+                if held != group and not set(held) <= set(group):
+                    reasons.append(
+                        f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}"
+                    )
     provenance = ev.r.get("provenance")
     inferred = isinstance(provenance, dict) and provenance.get("retry_placement") == "inferred"
-    if not reasons and inferred and any(len(g) > 1 for g in groups):
+    if not reasons and inferred and any(size > 1 for size in sizes):
         # The wire agrees with where the normalizer put the retries, but the harness never said: no credit.
         raise Unverifiable(
             "gap steps.retry_placement_inferred: the harness records failed attempts apart from its steps; the "

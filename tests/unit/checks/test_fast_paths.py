@@ -1,0 +1,100 @@
+"""The checks' fast looks at the honest case decide exactly what their full readings decide, on damaged evidence too."""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+import pytest
+
+from orchestrator.checks import REGISTRY, Evidence, Witness, rollout_schema, rollout_semantic, scope_of, tools, wire
+from orchestrator.checks.model import Unverifiable
+from tests.bench.audit_scale import _synthetic
+
+# Values a damaged record may hold where it should hold another: wrong types, blanks, ids of other entries, a tuple.
+_VALUES: list[Any] = [None, "", "x", 0, 1, 200, 429, True, [], {}, ["a"], {"a": 1}, (1,), "mc-4", "call_2", "inv-2"]
+
+
+def _damage(root: Any, rng: random.Random) -> None:
+    """One change somewhere below the top level: a value replaced, a key dropped, an entry repeated or swapped."""
+    node, path = root, []
+    for _ in range(rng.randint(2, 6)):
+        if isinstance(node, dict) and node:
+            key: Any = rng.choice(list(node))
+        elif isinstance(node, list) and node:
+            key = rng.randrange(len(node))
+        else:
+            break
+        path.append((node, key))
+        node = node[key]
+    if not path:
+        return
+    parent, key = path[-1]
+    op = rng.random()
+    if isinstance(parent, list) and op < 0.3:
+        parent.insert(rng.randrange(len(parent) + 1), copy.deepcopy(parent[key]))
+    elif isinstance(parent, list) and op < 0.5:
+        other = rng.randrange(len(parent))
+        parent[key], parent[other] = parent[other], parent[key]
+    elif op < 0.65:
+        del parent[key]
+    else:
+        parent[key] = copy.deepcopy(rng.choice(_VALUES))
+
+
+def _outcomes(ev: Evidence) -> list[tuple[str, Any]]:
+    """Every check run on its own (dependencies not applied, so each reads the damage), as run_checks would."""
+    out: list[tuple[str, Any]] = []
+    for cid, c in REGISTRY.items():
+        ev.derived.clear()
+        try:
+            out.append((cid, c.fn(ev)))
+        except Unverifiable as gap:
+            out.append((cid, f"unverifiable: {gap}"))
+        except Exception as exc:
+            out.append((cid, f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+def _no_fast_looks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rollout_schema, "_all_valid", lambda ev, values, pointer: False)
+    monkeypatch.setattr(rollout_schema, "_unique_nonblank", lambda ids: False)
+    monkeypatch.setattr(rollout_semantic, "_decided", lambda fast: False)
+    monkeypatch.setattr(tools, "_decided", lambda ev, fast: False)
+    monkeypatch.setattr(wire, "_in_wire_order", lambda *args: False)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_looks_decide_as_the_full_readings(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario, rollout, events, markers = _synthetic(6)
+    rng = random.Random(seed)
+    cases = []
+    for n in range(60):
+        r, w = copy.deepcopy(rollout), copy.deepcopy(events)
+        for _ in range(rng.randint(1, 3)):
+            if rng.random() < 0.8:
+                _damage(r, rng)
+            else:
+                event = rng.choice(w)
+                event[rng.choice([k for k in event if k != "event"])] = copy.deepcopy(rng.choice(_VALUES))
+        try:
+            cases.append((r, Witness(w), n % 2 == 0))
+        except (KeyError, TypeError):
+            continue  # a witness its schema would have refused: never read by the checks
+    cases.append((copy.deepcopy(rollout), Witness(copy.deepcopy(events)), True))  # undamaged: every fast look taken
+
+    def run() -> list[list[tuple[str, Any]]]:
+        return [
+            _outcomes(Evidence(scenario, rollout=r, witness=w, markers=markers, rollout_parsed=parsed))
+            for r, w, parsed in cases
+        ]
+
+    fast = run()
+    _no_fast_looks(monkeypatch)
+    assert run() == fast
+    # The honest episode passes every check that applies to it (or leaves it unverifiable), either way.
+    scope = scope_of(scenario)
+    applies = [cid for cid, c in REGISTRY.items() if c.applies(scope) and "execution" not in c.needs]
+    failed = [(cid, why) for cid, why in fast[-1] if cid in applies and why and not str(why).startswith("unverif")]
+    assert not failed
