@@ -15,6 +15,7 @@ __all__ = [
     "Key",
     "attempt_keys",
     "call_keys",
+    "decided",
     "join_calls",
     "model_calls",
     "ok_pairs",
@@ -38,6 +39,15 @@ def shared(ev: Evidence, name: str, make: Callable[[Evidence], T]) -> T:
     value = make(ev)
     ev.derived[name] = (ev.rollout, ev.witness, value)
     return value
+
+
+def decided(fast: Callable[[], bool]) -> bool:
+    """Whether a check's fast look at the honest case finds nothing to report. Anything it did not expect (a
+    missing field, a value of another type) is left to the check's full reading, which names it as it always did."""
+    try:
+        return fast()
+    except Exception:
+        return False
 
 
 def witness_key(a: dict[str, Any]) -> Key:

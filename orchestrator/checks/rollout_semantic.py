@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import shared
+from orchestrator.checks.join import decided, shared
 from orchestrator.checks.model import Kind, check
 
 __all__: list[str] = []
@@ -20,15 +19,6 @@ def _dicts(ev: Evidence, key: str) -> list[dict[str, Any]]:
 
 def _objects(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
-
-
-def _decided(fast: Callable[[], bool]) -> bool:
-    """Whether a check's fast look at the honest case finds nothing to report. Anything it did not expect (a
-    missing field, a value of another type) is left to the check's full reading, which names it as it always did."""
-    try:
-        return fast()
-    except Exception:
-        return False
 
 
 @check(
@@ -132,7 +122,7 @@ def ownership_call_owner(ev: Evidence) -> list[str]:
             for inv in invs
         )
 
-    if _decided(one_owner_each):
+    if decided(one_owner_each):
         return []
     owner: dict[str, str] = {}  # each call's first owner; a call referenced again also has all its owners listed
     owners_of: dict[str, list[str]] = {}
@@ -185,7 +175,7 @@ def steps_call_refs(ev: Evidence) -> list[str]:
                     return False
         return True
 
-    if _decided(all_known_and_own):
+    if decided(all_known_and_own):
         return []
     reasons = []
     for st in steps:
@@ -221,7 +211,7 @@ def steps_attempt_accounting(ev: Evidence) -> list[str]:
             [c["model_call_id"] for c in _dicts(ev, "model_calls")]
         )
 
-    if _decided(each_in_one_step):
+    if decided(each_in_one_step):
         return []
     counts = Counter(ref for st in _dicts(ev, "steps") for ref in st["model_call_refs"])
     helpers = {ref for comp in _dicts(ev, "compactions") for ref in comp.get("model_call_refs") or []}
@@ -247,7 +237,7 @@ def tools_request_join(ev: Evidence) -> list[str]:
     Not applicable without tool ids (scope `tool_ids`): a text-driven harness's history holds reply text, and the
     commands it parsed from it have ids the harness minted itself.
     """
-    if _decided(lambda: _each_requested_once(ev)):
+    if decided(lambda: _each_requested_once(ev)):
         return []
     # Indexed once: rollouts with 100,000 calls must not cost a scan of the history per tool record. The first
     # request of each (invocation, id), and how often it was requested where that is more than once.

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import shared
+from orchestrator.checks.join import decided, shared
 from orchestrator.checks.model import Kind, check
 
 __all__: list[str] = []
@@ -86,13 +86,9 @@ def _pair(ev: Evidence) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | N
 
 
 def _decided(ev: Evidence, fast: Callable[[list[dict[str, Any]], list[dict[str, Any]]], bool]) -> bool:
-    """Whether a check's look at all pairs at once finds nothing to report; anything it did not expect (a missing
-    field) is left to the check's full reading, which names it as it always did."""
+    """`decided` for a look at all (witnessed call, record) pairs at once; never when an id has no record."""
     paired = _paired(ev)
-    try:
-        return paired is not None and fast(*paired)
-    except Exception:
-        return False
+    return paired is not None and decided(lambda: fast(*paired))
 
 
 def _arguments(value: Any) -> Any:

@@ -23,7 +23,6 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_INT_DIGITS",
     "JsonFault",
-    "compact_object",
     "compact_objects",
     "loads",
     "read_bytes",
@@ -156,27 +155,12 @@ def _as_written(value: Any, raw: bytes, indented: bool) -> bool:
     return json.dumps(value, separators=(",", ":")).encode("utf-8", "surrogatepass") == raw
 
 
-def compact_object(line: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any] | None:
-    """The object `loads` reads from `line`, when `line` is orjson's compact form of it; None when only `loads` can say.
-
-    `_fast`'s rule for the one form a JSON Lines writer uses (the proxy's witness), kept to its two byte
-    comparisons: this is the per-line path of files of hundreds of thousands of lines.
-    """
-    try:
-        value = orjson.loads(line)
-        if type(value) is not dict or orjson.dumps(value) != line:
-            return None
-    except (ValueError, TypeError):  # orjson's decode and encode errors
-        return None
-    # Nesting is never deeper than the number of opening brackets.
-    return value if line.count(b"[") + line.count(b"{") <= max_depth else None
-
-
 def compact_objects(lines: Sequence[bytes], max_depth: int = MAX_DEPTH) -> list[dict[str, Any]] | None:
-    """What compact_object reads from each line, when it reads an object from every one; None when it does not.
+    """The object `loads` reads from each line, when every line is orjson's compact form of an object; None when
+    only `loads` can say (`_fast`'s rule for the one form a JSON Lines writer uses, the proxy's witness).
 
-    The same rule without a Python step per line (a witness has hundreds of thousands): each line is read by
-    orjson on its own, then a batch of them is serialised at once and compared with the lines joined by commas.
+    Without a Python step per line (a witness has hundreds of thousands): each line is read by orjson on its own,
+    then a batch of them is serialised at once and compared with the lines joined by commas.
     That equality proves each line equal to its own value's serialisation: every line was read alone, so it is
     one JSON text, and it starts, as the batch's text does at that place, with the `{` of an object whose extent
     the text fixes (brackets and strings are matched the same way, read alone or in the batch); had the line
@@ -193,7 +177,7 @@ def compact_objects(lines: Sequence[bytes], max_depth: int = MAX_DEPTH) -> list[
         return None
     if set(map(type, values)) != {dict}:
         return None
-    # Nesting is never deeper than the number of opening brackets (compact_object's bound, line by line).
+    # Nesting is never deeper than the number of opening brackets, line by line.
     opening = map(add, map(bytes.count, lines, repeat(b"[")), map(bytes.count, lines, repeat(b"{")))
     if max(opening) > max_depth:
         return None

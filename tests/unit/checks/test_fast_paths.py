@@ -60,7 +60,7 @@ def _outcomes(ev: Evidence) -> list[tuple[str, Any]]:
 def _no_fast_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rollout_schema, "_all_valid", lambda ev, values, pointer: False)
     monkeypatch.setattr(rollout_schema, "_unique_nonblank", lambda ids: False)
-    monkeypatch.setattr(rollout_semantic, "_decided", lambda fast: False)
+    monkeypatch.setattr(rollout_semantic, "decided", lambda fast: False)
     monkeypatch.setattr(tools, "_decided", lambda ev, fast: False)
     monkeypatch.setattr(wire, "_in_wire_order", lambda *args: False)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -13,7 +14,6 @@ from orchestrator.evidence import jsonread
 from orchestrator.evidence.jsonread import (
     MAX_DEPTH,
     JsonFault,
-    compact_object,
     compact_objects,
     loads,
     read_bytes,
@@ -30,9 +30,20 @@ def test_plain_json_reads() -> None:
     assert loads('"\\\\\\"[[["') == '\\"[[['
 
 
-def test_compact_object_reads_only_what_loads_reads_the_same() -> None:
+def _one_line(line: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any] | None:
+    """The rule compact_objects batches, written line by line: the test's independent reading of it."""
+    try:
+        value = orjson.loads(line)
+        if type(value) is not dict or orjson.dumps(value) != line:
+            return None
+    except (ValueError, TypeError):
+        return None
+    return value if line.count(b"[") + line.count(b"{") <= max_depth else None
+
+
+def test_compact_objects_read_only_what_loads_reads_the_same() -> None:
     line = b'{"a":[1,2.5,"\xc3\xa9"],"b":{"c":null}}'
-    assert compact_object(line) == loads(line)
+    assert compact_objects([line]) == [loads(line)] == [_one_line(line)]
     refused = {
         "default separators": b'{"a": 1}',  # loads reads it; only loads may
         "duplicate key": b'{"a":1,"a":2}',  # orjson keeps the last: loads refuses it
@@ -42,9 +53,10 @@ def test_compact_object_reads_only_what_loads_reads_the_same() -> None:
         "not JSON": b'{"a":NaN}',
     }
     for why, text in refused.items():
-        assert compact_object(text) is None, why
-    assert compact_object(b'{"a":[[[]]]}', max_depth=3) is None
-    assert compact_object(b'{"a":[[]]}', max_depth=3) == {"a": [[]]}
+        assert compact_objects([text]) is None, why
+        assert _one_line(text) is None, why
+    assert compact_objects([b'{"a":[[[]]]}'], max_depth=3) is None
+    assert compact_objects([b'{"a":[[]]}'], max_depth=3) == [{"a": [[]]}]
 
 
 def test_json_dumps_form_is_read_fast_only_when_it_is_a_serialisers_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,9 +80,9 @@ def test_json_dumps_form_is_read_fast_only_when_it_is_a_serialisers_tokens(monke
         loads(b'{"a": 1, "a": 2}')
 
 
-def test_compact_objects_reads_what_compact_object_reads_line_by_line() -> None:
+def test_compact_objects_reads_what_the_rule_reads_line_by_line() -> None:
     good = [b'{"a":[1,2.5,"\xc3\xa9"],"b":{"c":null}}', b'{"s":"},{\\"["}', b"{}"] * 3000
-    assert compact_objects(good) == [compact_object(line) for line in good]
+    assert compact_objects(good) == [_one_line(line) for line in good]
     assert compact_objects([]) == []
     refused = {
         # Joined by commas, these two read as the canonical `{"a":1},{"b":[{},{}]}`; neither is JSON alone.
@@ -88,7 +100,7 @@ def test_compact_objects_reads_what_compact_object_reads_line_by_line() -> None:
     }
     for why, lines in refused.items():
         assert compact_objects(lines) is None, why  # type: ignore[arg-type]
-        assert None in [compact_object(line) if isinstance(line, bytes) else None for line in lines], why
+        assert None in [_one_line(line) if isinstance(line, bytes) else None for line in lines], why
     late = [b'{"a":1}'] * 5000 + [b'{"a":1,"a":2}']  # past the first batch
     assert compact_objects(late) is None
     assert compact_objects([b'{"a":[[[]]]}'], max_depth=3) is None
