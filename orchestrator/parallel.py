@@ -57,13 +57,13 @@ def shard_slice(grid: Sequence[T], index: int, count: int) -> list[T]:
 
 def _reap(cleanup: Callable[[], object], futures: Sequence[Future[Any]], grace: float) -> None:
     """Remove the run's objects until every running item has returned (each removal ends a running episode
-    early: its containers are gone), then once more for whatever a returning episode created meanwhile."""
+    early: its containers are gone), then once more for whatever a returning episode created meanwhile.
+
+    A failed round never replaces the exception that stopped the run: a removal may race an episode's own, or a pod
+    still being set up ahead. The run's clean-up after every set-up has returned (`run_suite`) is the last word."""
     deadline = time.monotonic() + grace
     while True:
-        try:
-            cleanup()
-        except Exception as exc:  # a removal racing an episode's own removal: try again next round
-            log.debug("cleanup round failed", error=str(exc))
+        _cleanup_round(cleanup)
         pending = [f for f in futures if not f.done()]
         if not pending or time.monotonic() > deadline:
             break
@@ -71,7 +71,14 @@ def _reap(cleanup: Callable[[], object], futures: Sequence[Future[Any]], grace: 
             wait(pending, timeout=1.0)
         except KeyboardInterrupt:  # a second Ctrl-C does not abandon the clean-up
             continue
-    cleanup()
+    _cleanup_round(cleanup)
+
+
+def _cleanup_round(cleanup: Callable[[], object]) -> None:
+    try:
+        cleanup()
+    except Exception as exc:
+        log.debug("cleanup round failed", error=str(exc))
 
 
 def run_pool(

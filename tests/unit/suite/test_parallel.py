@@ -89,6 +89,26 @@ def test_failure_stops_new_work_and_reaps_running_items() -> None:
     assert cleanups >= 2  # while items ran, and once after the last returned
 
 
+def test_a_failing_clean_up_round_never_replaces_the_runs_own_error() -> None:
+    """A round of removal racing an episode's own (the engine's 409 "in use") is not the run's error: the stop's
+    cause propagates, and the run's last clean-up (after every set-up has returned) comes later, in run_suite."""
+    calls = 0
+
+    def cleanup() -> None:
+        nonlocal calls
+        calls += 1
+        raise RuntimeError("409 volume is in use")
+
+    def work(i: int, free: Callable[[], None]) -> dict[str, int]:
+        if i == 0:
+            raise ValueError("boom")
+        return {"i": i}
+
+    with pytest.raises(ValueError, match="boom"):
+        run_pool(list(range(4)), work, 2, cleanup=cleanup)
+    assert calls >= 2  # every round was tried, the last one included
+
+
 def test_shards_are_disjoint_cover_and_deterministic() -> None:
     grid = [(h, s) for h in "abc" for s in range(7)]
     for n in (1, 2, 3, 5, 30):
