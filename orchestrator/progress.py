@@ -26,7 +26,8 @@ class Progress:
 
     def __init__(self, console: Console, total: int, jobs: int, live: bool) -> None:
         self.console, self.total, self.jobs = console, total, jobs
-        self.running: set[tuple[str, str]] = set()
+        self.running: set[tuple[str, str]] = set()  # their harness runs
+        self.finishing: set[tuple[str, str]] = set()  # their harness ended: being collected and checked
         self.done = 0
         self.per_harness: dict[str, Counter[str]] = {}
         self.t0 = time.monotonic()
@@ -50,6 +51,7 @@ class Progress:
                 self.running.add((harness, scenario))
                 return
             self.running.discard((harness, scenario))
+            self.finishing.discard((harness, scenario))
             self.done += 1
             self.per_harness.setdefault(harness, Counter())[result["verdict"]] += 1
             line = (
@@ -59,6 +61,13 @@ class Progress:
         # Finished episodes are printed above the live panel (or as plain lines): a log of the run either way.
         self.console.print(line, highlight=False, markup=False)
 
+    def on_harness_ended(self, harness: str, scenario: str) -> None:
+        """The episode's harness ended; it is collected and checked while the next harness may run."""
+        with self._lock:
+            if (harness, scenario) in self.running:
+                self.running.discard((harness, scenario))
+                self.finishing.add((harness, scenario))
+
     def eta(self) -> float | None:
         if not self.done:
             return None
@@ -67,10 +76,11 @@ class Progress:
 
     def render(self) -> RenderableType:
         with self._lock:
-            left = self.total - self.done - len(self.running)
+            left = self.total - self.done - len(self.running) - len(self.finishing)
             eta = self.eta()
+            checking = f", {len(self.finishing)} being checked" if self.finishing else ""
             head = Text(
-                f"episodes: {self.done} done, {len(self.running)} running, {left} left of {self.total} "
+                f"episodes: {self.done} done, {len(self.running)} running{checking}, {left} left of {self.total} "
                 f"(--jobs {self.jobs})   elapsed {_clock(time.monotonic() - self.t0)}"
                 + (f", about {_clock(eta)} to go" if eta is not None else "")
             )

@@ -127,6 +127,7 @@ def run_suite(
     engine: PodRuntime,
     on_build_line: Callable[[str], None] | None = None,
     on_episode: Callable[[str, str, dict[str, Any] | None], None] | None = None,
+    on_harness_ended: Callable[[str, str], None] | None = None,
 ) -> SuiteResult:
     out = RunPaths(cfg.output)
     if cfg.output.exists():
@@ -135,7 +136,7 @@ def run_suite(
     run_id = new_run_id()
     engine.sweep()
     try:
-        return _run(cfg, engine, out, run_id, on_build_line, on_episode)
+        return _run(cfg, engine, out, run_id, on_build_line, on_episode, on_harness_ended)
     except BaseException:
         # Whatever was interrupted mid-creation: nothing labelled with this run survives it.
         with deferred_interrupts():
@@ -150,6 +151,7 @@ def _run(
     run_id: str,
     on_build_line: Callable[[str], None] | None,
     on_episode: Callable[[str, str, dict[str, Any] | None], None] | None,
+    on_harness_ended: Callable[[str, str], None] | None,
 ) -> SuiteResult:
     version_timeout = min(VERSION_TIMEOUT_SECONDS, cfg.timeout)
     # The normalizers' server imports while images are looked up and the first pod starts.
@@ -219,9 +221,15 @@ def _run(
             on_episode(h.name, sc.name, None)
         log.info("episode", harness=h.name, scenario=sc.name, run_id=run_id)
         paths = out.episode(h.name, sc.name)
+
+        def ended() -> None:
+            free()
+            if on_harness_ended:
+                on_harness_ended(h.name, sc.name)
+
         try:
             plan, ready = ahead.begin(index)
-            result = play_episode(engine, plan, cfg.collect, ready, on_started=ahead.set_up_next, on_ended=free)
+            result = play_episode(engine, plan, cfg.collect, ready, on_started=ahead.set_up_next, on_ended=ended)
         except Exception as exc:  # one episode never takes the run down: it is that episode's error
             result = _episode_crashed(paths, h.name, sc.name, run_id, exc)
         if on_episode:

@@ -115,7 +115,7 @@ def run(
 
     try:
         with Progress(console, total, n_jobs, live) as progress:
-            res = run_suite(cfg, engine, on_episode=progress.on_episode)
+            res = run_suite(cfg, engine, on_episode=progress.on_episode, on_harness_ended=progress.on_harness_ended)
     except OutputExists as exc:
         raise _fail(str(exc)) from None
     except BuildError as exc:

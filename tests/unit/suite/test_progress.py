@@ -46,3 +46,20 @@ def test_thread_safe_counts() -> None:
         t.join()
     assert p.done == 400 and not p.running
     assert all(c["pass"] == 100 for c in p.per_harness.values())
+
+
+def test_an_episode_whose_harness_ended_is_shown_as_being_checked_not_running() -> None:
+    # With --jobs 2 the next harness starts while an ended one is collected and checked: the panel must not say
+    # that more harnesses run than --jobs lets run.
+    p = Progress(Console(file=io.StringIO()), total=5, jobs=2, live=False)
+    for s in ("a", "b", "c"):
+        p.on_episode("pi", s, None)
+    p.on_harness_ended("pi", "a")
+    p.on_harness_ended("pi", "zz")  # never started: ignored
+    panel = Console(file=io.StringIO(), width=200)
+    panel.print(p.render())
+    text = panel.file.getvalue()  # type: ignore[attr-defined]
+    assert "0 done, 2 running, 1 being checked, 2 left of 5 (--jobs 2)" in text
+    assert "running: pi/b, pi/c" in text
+    p.on_episode("pi", "a", _result("pass"))
+    assert p.done == 1 and not p.finishing and p.running == {("pi", "b"), ("pi", "c")}
