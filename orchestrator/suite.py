@@ -138,9 +138,17 @@ def run_suite(
     try:
         return _run(cfg, engine, out, run_id, on_build_line, on_episode, on_harness_ended)
     except BaseException:
-        # Whatever was interrupted mid-creation: nothing labelled with this run survives it.
+        # Whatever was interrupted mid-creation: nothing labelled with this run survives it. A clean-up that fails
+        # is told with its remedy and never replaces what stopped the run (Ctrl-C still exits 130).
         with deferred_interrupts():
-            engine.cleanup(run_id)
+            try:
+                engine.cleanup(run_id)
+            except Exception as exc:
+                log.error(
+                    "the run's containers could not all be removed",
+                    error=f"{type(exc).__name__}: {exc}"[:1000],
+                    remedy=f"harness-probe cleanup --run-id {run_id}",
+                )
         raise
 
 

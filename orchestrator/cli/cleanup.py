@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.common import Runtime
+from orchestrator.runtime.docker import CleanupIncomplete
 from orchestrator.runtime.select import RUNTIMES, cleanup_everywhere
 
 
@@ -24,7 +25,11 @@ def cleanup(
     """
     found = cleanup_everywhere([runtime] if runtime else list(RUNTIMES), run_id)
     for name, counts in found.items():
-        if isinstance(counts, str):
+        if isinstance(counts, CleanupIncomplete):
+            typer.echo(f"{name}: {counts}", err=True)
+        elif isinstance(counts, str):
             typer.echo(f"{name}: skipped ({counts})")
         else:
             typer.echo(f"{name}: " + ", ".join(f"{n} {k}" for k, n in counts.items()) + " removed")
+    if any(isinstance(counts, CleanupIncomplete) for counts in found.values()):
+        raise typer.Exit(1)

@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,22 @@ from orchestrator.runtime.spec import (
 log = structlog.get_logger(__name__)
 
 
-__all__ = ["RUN_LABEL", "ContainerSpec", "Engine", "EngineUnavailable", "RunningContainer", "create_labels"]
+__all__ = [
+    "RUN_LABEL",
+    "CleanupIncomplete",
+    "ContainerSpec",
+    "Engine",
+    "EngineUnavailable",
+    "RunningContainer",
+    "create_labels",
+]
+
+# A removal that failed in a clean-up is tried once more after this long (a container's removal in flight ends).
+CLEANUP_RETRY_SECONDS = 1.0
+
+
+class CleanupIncomplete(RuntimeError):
+    """Some of a run's objects are still there after the clean-up (named in the message)."""
 
 
 class EngineUnavailable(RuntimeError):
@@ -288,23 +304,46 @@ class Engine:
         return removed
 
     def cleanup(self, run_id: str | None = None) -> dict[str, int]:
-        """Remove every container, network and volume we labelled (all runs, or one)."""
+        """Remove every container, network and volume we labelled (all runs, or one).
+
+        One removal that fails never stops the others; what failed is tried once more after them (a volume is in
+        use until the container holding it, maybe being removed right now by its episode, is gone), and what is
+        still there then is named in a `CleanupIncomplete`."""
         flt = {"label": f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL}
         counts = {"containers": 0, "networks": 0, "volumes": 0}
         api = self.client.api
+        failed: list[tuple[str, Any]] = []
+
+        def remove(what: str, fn: Any) -> None:
+            try:
+                fn()
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError:
+                failed.append((what, fn))
+
         with deferred_interrupts():
             for c in _joiners_first(api.containers(all=True, filters=flt)):
-                with contextlib.suppress(docker.errors.NotFound):
-                    api.remove_container(c["Id"], force=True, v=True)
+                remove(f"container {c['Id'][:12]}", partial(api.remove_container, c["Id"], force=True, v=True))
                 counts["containers"] += 1
             for n in api.networks(filters=flt):  # type: ignore[no-untyped-call]
-                with contextlib.suppress(docker.errors.NotFound):
-                    api.remove_network(n["Id"])
+                remove(f"network {n['Id'][:12]}", partial(api.remove_network, n["Id"]))
                 counts["networks"] += 1
             for v in api.volumes(filters=flt).get("Volumes") or []:
-                with contextlib.suppress(docker.errors.NotFound):
-                    api.remove_volume(v["Name"], force=True)
+                remove(f"volume {v['Name']}", partial(api.remove_volume, v["Name"], force=True))
                 counts["volumes"] += 1
+            left: list[str] = []
+            if failed:
+                time.sleep(CLEANUP_RETRY_SECONDS)
+            for what, fn in failed:
+                try:
+                    fn()
+                except docker.errors.NotFound:
+                    pass
+                except docker.errors.APIError as exc:
+                    left.append(f"{what} ({str(exc)[:200]})")
+        if left:
+            raise CleanupIncomplete(f"could not remove: {'; '.join(left)}")
         return counts
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from orchestrator.runtime.apptainer import ApptainerRuntime, ApptainerUnavailable
 from orchestrator.runtime.apptainer_pods import cleanup_apptainer_pods
 from orchestrator.runtime.discover import ORDER
-from orchestrator.runtime.docker import Engine, EngineUnavailable
+from orchestrator.runtime.docker import CleanupIncomplete, Engine, EngineUnavailable
 from orchestrator.runtime.pod import PodRuntime
 from orchestrator.runtime.podman import PodmanEngine
 
@@ -55,9 +55,10 @@ def apptainer_work_root() -> Path:
     )
 
 
-def cleanup_everywhere(names: list[str], run_id: str | None) -> dict[str, dict[str, int] | str]:
-    """Each runtime's cleanup; one that does not answer is reported with its reason, never an error."""
-    out: dict[str, dict[str, int] | str] = {}
+def cleanup_everywhere(names: list[str], run_id: str | None) -> dict[str, dict[str, int] | str | CleanupIncomplete]:
+    """Each runtime's cleanup: its counts; the reason it does not answer (never an error); or what it could not
+    remove, after every other runtime was cleaned up."""
+    out: dict[str, dict[str, int] | str | CleanupIncomplete] = {}
     for name in names:
         if name == "apptainer":
             out[name] = cleanup_apptainer_pods(apptainer_work_root(), run_id)
@@ -67,5 +68,8 @@ def cleanup_everywhere(names: list[str], run_id: str | None) -> dict[str, dict[s
         except EngineUnavailable as exc:
             out[name] = str(exc).splitlines()[0]
             continue
-        out[name] = engine.cleanup(run_id)
+        try:
+            out[name] = engine.cleanup(run_id)
+        except CleanupIncomplete as exc:
+            out[name] = exc
     return out
