@@ -1,7 +1,8 @@
 """Pods set up ahead: the next episode's pod (proxy up to ready) is set up while a harness runs.
 
-One background thread sets up at most one pod at a time, in grid order, each only once a harness has started;
-an episode that begins takes its pod if it was set up (waiting if it is being set up) or sets it up itself.
+One background thread sets up at most one pod at a time, in the order episodes begin in, each only once a harness
+has started; an episode that begins takes its pod if it was set up (waiting if it is being set up) or sets it up
+itself.
 Pods never taken (a stopped run) are removed when the run's block ends, after their set-up has returned.
 """
 
@@ -39,9 +40,15 @@ class _Ahead:
 class PodsAhead:
     """Plans and pods of the episodes of one run, by grid index, set up one ahead of the episodes that run."""
 
-    def __init__(self, engine: PodRuntime, planners: Sequence[Callable[[], EpisodePlan]]) -> None:
+    def __init__(
+        self,
+        engine: PodRuntime,
+        planners: Sequence[Callable[[], EpisodePlan]],
+        order: Sequence[int] | None = None,
+    ) -> None:
         self._engine = engine
         self._planners = planners
+        self._order = list(range(len(planners))) if order is None else list(order)  # the order episodes begin in
         self._lock = threading.Lock()
         self._begun: set[int] = set()
         self._ahead: dict[int, _Ahead] = {}
@@ -71,7 +78,7 @@ class PodsAhead:
         with self._lock:
             if self._closed:
                 return
-            index = next((i for i in range(len(self._planners)) if i not in self._begun and i not in self._ahead), None)
+            index = next((i for i in self._order if i not in self._begun and i not in self._ahead), None)
             if index is None:
                 return
             plan: Future[EpisodePlan] = self._pool.submit(self._planners[index])

@@ -13,7 +13,15 @@ import structlog
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["EPISODE_MEMORY_GIB", "Stopped", "default_jobs", "parse_shard", "run_pool", "shard_slice"]
+__all__ = [
+    "EPISODE_MEMORY_GIB",
+    "Stopped",
+    "default_jobs",
+    "long_first",
+    "parse_shard",
+    "run_pool",
+    "shard_slice",
+]
 
 T = TypeVar("T")
 # One episode is a proxy (1 GiB limit) plus a harness; Node harnesses use most of another GiB.
@@ -55,6 +63,12 @@ def shard_slice(grid: Sequence[T], index: int, count: int) -> list[T]:
     return [item for k, item in enumerate(grid) if k % count == index - 1]
 
 
+def long_first(grid: Sequence[T], may_run_long: Callable[[T], bool]) -> list[int]:
+    """The order episodes start in when several run at once: those that may run long first (each group in grid
+    order), so that a long one started last does not end the run alone while the other slots idle."""
+    return sorted(range(len(grid)), key=lambda i: not may_run_long(grid[i]))
+
+
 def _reap(cleanup: Callable[[], object], futures: Sequence[Future[Any]], grace: float) -> None:
     """Remove the run's objects until every running item has returned (each removal ends a running episode
     early: its containers are gone), then once more for whatever a returning episode created meanwhile.
@@ -87,14 +101,16 @@ def run_pool(
     jobs: int,
     cleanup: Callable[[], object],
     grace: float = 120.0,
+    order: Sequence[int] | None = None,
 ) -> list[dict[str, Any]]:
-    """`work(item, free)` for every item in order; results in the items' order, as a loop would give.
+    """`work(item, free)` for every item; results in the items' order, as a loop would give.
 
-    `jobs` 1 is that loop: one item after the other, `free` does nothing. Otherwise at most `jobs` items hold a
-    slot at once, each until it calls `free()` (its harness ended) or returns: what it does after `free()`
-    (collecting, checking) overlaps the next item, so an item's tail never idles a slot; at most `jobs` more items
-    are in such a tail at once. On any exception (Ctrl-C included) nothing new starts, `cleanup` removes the run's
-    objects until every started item has returned, and the exception propagates.
+    `jobs` 1 is that loop: one item after the other, `free` does nothing. Otherwise items start in `order` (indexes
+    into `items`; default their own order) and at most `jobs` items hold a slot at once, each until it calls
+    `free()` (its harness ended) or returns: what it does after `free()` (collecting, checking) overlaps the next
+    item, so an item's tail never idles a slot; at most `jobs` more items are in such a tail at once. On any
+    exception (Ctrl-C included) nothing new starts, `cleanup` removes the run's objects until every started item
+    has returned, and the exception propagates.
     """
     if jobs <= 1:
         return [work(item, _nothing) for item in items]
@@ -118,16 +134,21 @@ def run_pool(
         finally:
             free()
 
+    starts = list(range(len(items))) if order is None else list(order)
+    if sorted(starts) != list(range(len(items))):
+        raise ValueError("order must name every item exactly once")
     pool = ThreadPoolExecutor(max_workers=2 * jobs, thread_name_prefix="episode")
     futures: list[Future[dict[str, Any]]] = []
+    by_item: dict[int, Future[dict[str, Any]]] = {}
     try:
-        for item in items:
+        for index in starts:
             while not slots.acquire(timeout=1.0):
                 _raise_first_error(futures)
             _raise_first_error(futures)
             if stop.is_set():
                 break
-            futures.append(pool.submit(guarded, item))
+            by_item[index] = pool.submit(guarded, items[index])
+            futures.append(by_item[index])
         pending: set[Future[dict[str, Any]]] = set(futures)
         while pending:
             done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
@@ -144,7 +165,7 @@ def run_pool(
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    return [f.result() for f in futures]
+    return [by_item[i].result() for i in range(len(items))]
 
 
 def _nothing() -> None:

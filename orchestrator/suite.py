@@ -25,7 +25,7 @@ from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.harnesses.isolated import start_server
 from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
-from orchestrator.parallel import run_pool, shard_slice
+from orchestrator.parallel import long_first, run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.resources import input_key, scenario_schema_path
 from orchestrator.runtime import Engine, PodRuntime, deferred_interrupts
@@ -244,9 +244,12 @@ def _run(
             on_episode(h.name, sc.name, result)
         return result
 
+    # With --jobs 1 episodes run in grid order; side by side, the scenarios with a harness deadline (they may run
+    # until the harness gives up) start first. Results, reports and shards keep the grid's order either way.
+    order = long_first(grid, lambda e: e[1].harness_deadline is not None) if cfg.jobs > 1 else None
     import_ahead()
-    with PodsAhead(engine, planners) as ahead:
-        results = run_pool(range(len(grid)), episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id))
+    with PodsAhead(engine, planners, order) as ahead:
+        results = run_pool(range(len(grid)), episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id), order=order)
     # Reports only once every episode has finished; summary.json last, so an interrupted run has none.
     full_suite = {s.name for s in cfg.scenarios} >= {s.name for s in list_scenarios()}
     from orchestrator.report import report_run

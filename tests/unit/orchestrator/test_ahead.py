@@ -159,3 +159,26 @@ def test_normalizers_are_forked_from_one_server_that_imported_the_harnesses(tmp_
     finally:
         for child in children:
             child.close()
+
+
+def test_pods_are_set_up_ahead_in_the_order_episodes_begin_in(tmp_path: Path) -> None:
+    # With --jobs N the long episodes begin first (parallel.long_first): the pod set up ahead is the next one in
+    # that order, not in the grid's.
+    engine = FakeEngine()
+    with PodsAhead(cast(PodRuntime, engine), _planners(tmp_path, 4), order=[2, 0, 3, 1]) as ahead:
+        ahead.begin(2)
+        ahead.set_up_next()
+        plan, ready = ahead.begin(0)
+        assert plan.episode_id == "e0" and ready is not None
+        got = ready()
+        assert got is not None and got.pod == "pod p0"
+        with got.stack:
+            pass
+        ahead.set_up_next()
+        plan, ready = ahead.begin(3)
+        assert plan.episode_id == "e3" and ready is not None
+        got = ready()
+        assert got is not None and got.pod == "pod p3"
+        with got.stack:
+            pass
+    assert engine.up == ["p0", "p3"]

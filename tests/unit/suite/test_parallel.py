@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from orchestrator.parallel import default_jobs, parse_shard, run_pool, shard_slice
+from orchestrator.parallel import default_jobs, long_first, parse_shard, run_pool, shard_slice
 
 
 def test_results_in_grid_order_and_bounded() -> None:
@@ -132,3 +132,24 @@ def test_parse_shard(text: str, ok: tuple[int, int] | None) -> None:
 
 def test_default_jobs_is_bounded() -> None:
     assert 1 <= default_jobs() <= 8
+
+
+def test_side_by_side_items_start_in_the_given_order_and_results_keep_the_items_order() -> None:
+    started: list[int] = []
+    lock = threading.Lock()
+    both_long = threading.Barrier(2, timeout=10)  # the two long ones must run together before either returns
+
+    def work(i: int, free: Callable[[], None]) -> dict[str, int]:
+        with lock:
+            started.append(i)
+        if i in (3, 6):
+            both_long.wait()
+        return {"i": i}
+
+    order = long_first(list(range(8)), lambda i: i in (3, 6))
+    assert order == [3, 6, 0, 1, 2, 4, 5, 7]
+    out = run_pool(list(range(8)), work, 2, cleanup=lambda: None, order=order)
+    assert [r["i"] for r in out] == list(range(8))
+    assert set(started[:2]) == {3, 6} and sorted(started[2:]) == [0, 1, 2, 4, 5, 7]
+    with pytest.raises(ValueError, match="exactly once"):
+        run_pool(list(range(3)), work, 2, cleanup=lambda: None, order=[0, 0, 1])
