@@ -167,18 +167,12 @@ def test_pods_are_set_up_ahead_in_the_order_episodes_begin_in(tmp_path: Path) ->
     engine = FakeEngine()
     with PodsAhead(cast(PodRuntime, engine), _planners(tmp_path, 4), order=[2, 0, 3, 1]) as ahead:
         ahead.begin(2)
-        ahead.set_up_next()
-        plan, ready = ahead.begin(0)
-        assert plan.episode_id == "e0" and ready is not None
-        got = ready()
-        assert got is not None and got.pod == "pod p0"
-        with got.stack:
-            pass
-        ahead.set_up_next()
-        plan, ready = ahead.begin(3)
-        assert plan.episode_id == "e3" and ready is not None
-        got = ready()
-        assert got is not None and got.pod == "pod p3"
-        with got.stack:
-            pass
+        for index in (0, 3):  # each begins once the harness before it started
+            ahead.set_up_next()
+            plan, ready = ahead.begin(index)
+            assert plan.episode_id == f"e{index}" and ready is not None
+            got = ready()
+            assert got is not None and got.pod == f"pod p{index}"
+            with got.stack:
+                pass
     assert engine.up == ["p0", "p3"]
