@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import orchestrator
@@ -60,6 +61,61 @@ def episode(runtime: str, tmp: Path, i: int) -> tuple[float, float]:
         raise RuntimeError(f"{runtime} episode failed ({res.returncode}): {res.stderr[-1500:]}")
     result = json.loads((out / "reference" / "tool_success" / "scenario_result.json").read_text())
     return wall, float(result["execution"]["seconds"])
+
+
+PHASES = (  # (the log event that ends a phase, the phase's name); the first phase ends at the first log line
+    ("episode", "images and version cache"),
+    ("harness started", "pod set-up up to the harness's start (proxy to ready)"),
+    ("collecting", "the harness's run"),
+    ("episode checked", "collection, normalizing and checks"),
+)
+
+
+def breakdown(runtime: str, tmp: Path) -> str:
+    """Where one episode's wall time goes, from the CLI's own log clock (one run, JSON logs): each phase's
+    seconds, in order, ending with the reports and the process's exit."""
+    out = tmp / f"{runtime}-phases"
+    t0 = time.time()
+    res = subprocess.run(
+        [
+            HP,
+            "--log-format",
+            "json",
+            "run",
+            "-H",
+            "reference",
+            "-s",
+            "tool_success",
+            "-o",
+            str(out),
+            "--runtime",
+            runtime,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    t_end = time.time()
+    if res.returncode != 0:
+        raise RuntimeError(f"{runtime} episode failed ({res.returncode}): {res.stderr[-1500:]}")
+    at: dict[str, float] = {}
+    first: float | None = None
+    for line in (res.stdout + res.stderr).splitlines():
+        if not line.startswith("{"):
+            continue
+        entry = json.loads(line)
+        t = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp()
+        first = t if first is None else first
+        at.setdefault(entry["event"], t)
+    marks = [("start-up and imports", first)] + [(name, at.get(event)) for event, name in PHASES]
+    parts, prev = [], t0
+    for name, t in marks:
+        if t is None:
+            return f"no breakdown: the log has no {name!r} line"
+        parts.append(f"{name} {t - prev:.2f}")
+        prev = t
+    parts.append(f"reports and exit {t_end - prev:.2f}")
+    return f"one episode ({t_end - t0:.2f} s): " + ", ".join(parts) + " s"
 
 
 def catalogue(engine: Engine, out: Path, jobs: int) -> Catalogue:
@@ -104,6 +160,7 @@ def main() -> None:
                 f"{overhead:.2f} s = {overhead / bare:.1f}x two bare starts (target {TARGET_OVERHEAD}x: "
                 f"{_mark(overhead / bare <= TARGET_OVERHEAD)})"
             )
+            print(f"    {breakdown(runtime, tmp)}")
         for runtime in bare_of:
             engine = open_engine(runtime)
             assert isinstance(engine, Engine)
