@@ -67,8 +67,9 @@ def schema_path(fmt: str) -> Path:
 
 @cache
 def _schema(fmt: str) -> dict[str, Any]:
+    # Every format's schema is a file shipped with the package: each is checked against the 2020-12 meta-schema by
+    # a unit test (test_resources), not again in every process (a third of a second for seven schemas).
     schema: dict[str, Any] = json.loads(schema_path(fmt).read_text())
-    Draft202012Validator.check_schema(schema)
     return schema
 
 

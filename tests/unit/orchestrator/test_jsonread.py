@@ -62,13 +62,18 @@ def test_compact_objects_read_only_what_loads_reads_the_same() -> None:
 def test_json_dumps_form_is_read_fast_only_when_it_is_a_serialisers_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     value = {"t": "2026-01-01T00:00:00Z", "s": "a, b: c", "n": [1, 2.5, None, True], "u": "\u00e9\x7f", "o": {}}
     text = json.dumps(value).encode()
+    plain = {"t": "2026-01-01T00:00:00Z", "s": "a,b:c d", "n": [1, 2.5, None, True], "o": {"k": [{}]}}
+    plain_text = json.dumps(plain).encode()
     assert jsonread._as_written(orjson.loads(text), text, indented=False)
     # Without json.dumps: the comparison that spares it is the one that accepts.
     monkeypatch.setattr(jsonread.json, "dumps", lambda *a, **k: pytest.fail("json.dumps called"))
     assert jsonread._fast(text, MAX_DEPTH) == value
+    # No separator and space inside a string: the orjson text itself is what the unspaced text equals.
+    assert jsonread._fast(plain_text, MAX_DEPTH) == plain
     monkeypatch.undo()
     refused = {
         "duplicate key": b'{"a": 1, "a": 2}',
+        "duplicate key, no space in strings": b'{"a": "x,y", "a": "x,y"}',
         "long integer": b'{"a": 123456789012345678901234567890}',
         "two spaces": b'{"a": 1,  "b": 2}',
         "a newline": b'{"a": 1,\n"b": 2}',

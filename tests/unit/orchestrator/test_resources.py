@@ -67,3 +67,26 @@ def test_a_users_scenario_file_is_validated_with_jsonpath_faults(tmp_path: Path)
     assert res.exit_code == 2
     assert f"{good}: ok" in res.stdout
     assert "$.script[0].tool_calls" in res.stderr
+
+
+def test_every_shipped_schema_is_a_valid_2020_12_schema() -> None:
+    # The validator loads these without the meta-check (once here, not in every process): this test is that check.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    from orchestrator.evidence.validate import SCENARIO_SCHEMA, schema_path
+
+    shipped = sorted(SCHEMA_DIR.glob("*.json"))
+    assert len(shipped) >= 7
+    for path in [*shipped, SCENARIO_SCHEMA]:
+        schema = json.loads(path.read_text())
+        assert schema.get("$schema") == "https://json-schema.org/draft/2020-12/schema", path
+        Draft202012Validator.check_schema(schema)
+    assert schema_path("probe-scenario/v1") == SCENARIO_SCHEMA
+    assert schema_path("probe-witness/v1") in shipped
+    try:
+        Draft202012Validator.check_schema({"type": "no-such-type"})
+    except SchemaError:
+        pass
+    else:
+        raise AssertionError("the meta-check refuses nothing")
