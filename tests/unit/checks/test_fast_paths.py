@@ -8,7 +8,18 @@ from typing import Any
 
 import pytest
 
-from orchestrator.checks import REGISTRY, Evidence, Witness, rollout_schema, rollout_semantic, scope_of, tools, wire
+from orchestrator.checks import (
+    REGISTRY,
+    Evidence,
+    Witness,
+    exercise,
+    join,
+    rollout_schema,
+    rollout_semantic,
+    scope_of,
+    tools,
+    wire,
+)
 from orchestrator.checks.model import Unverifiable
 from tests.bench.audit_scale import _synthetic
 
@@ -63,6 +74,9 @@ def _no_fast_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rollout_semantic, "decided", lambda fast: False)
     monkeypatch.setattr(tools, "_decided", lambda ev, fast: False)
     monkeypatch.setattr(wire, "_in_wire_order", lambda *args: False)
+    monkeypatch.setattr(join, "_calls_all_ok", lambda cols: None)
+    monkeypatch.setattr(join, "_attempts_all_ok", lambda cols: None)
+    monkeypatch.setattr(exercise, "decided", lambda fast: False)
 
 
 @pytest.mark.parametrize("seed", range(4))
