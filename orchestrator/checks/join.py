@@ -68,9 +68,25 @@ def column(records: list[dict[str, Any]], key: str) -> list[Any]:
 # The fields of calls and attempts the checks' fast looks read. A record of a 100,000-entry list is far from the
 # previous one in memory: a pass per field would fetch each record from memory once per field; read once, into
 # rows, and transposed (in C), every field is a column for the cost of one fetch per record.
-CALL_FIELDS = ("model_call_id", "status_code", "error_category", "response_id", "finish_reason", "protocol")
+CALL_FIELDS: tuple[str, ...] = (
+    "model_call_id",
+    "status_code",
+    "error_category",
+    "response_id",
+    "finish_reason",
+    "protocol",
+)
 CALL_FIELDS += ("token_stats", "request", "started_at", "completed_at", "invocation_id")
-ATTEMPT_FIELDS = ("attempt_id", "kind", "status", "ended", "response_id", "finish_reason", "protocol", "usage")
+ATTEMPT_FIELDS: tuple[str, ...] = (
+    "attempt_id",
+    "kind",
+    "status",
+    "ended",
+    "response_id",
+    "finish_reason",
+    "protocol",
+    "usage",
+)
 ATTEMPT_FIELDS += ("started_at", "completed_at")
 
 
