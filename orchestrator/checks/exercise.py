@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import decided, witness_columns
 from orchestrator.checks.model import Kind, check
 
 __all__: list[str] = []
@@ -38,8 +37,6 @@ def tools_executed(ev: Evidence) -> list[str]:
     reasons = []
     if len(calls) < scripted:
         reasons.append(f"the provider issued {len(calls)} of {scripted} scripted tool calls")
-    if decided(lambda: _all_ran(ev)):
-        return reasons
     markers_seen, collected_files = ev.w.markers, ev.markers  # looked up once, not per call
     for call in calls:
         cid, token = call["tool_call_id"], call["token"]
@@ -53,35 +50,6 @@ def tools_executed(ev: Evidence) -> list[str]:
             state = "missing" if collected is None else "with other content"
             reasons.append(f"{cid}: collected marker file {state}")
     return reasons
-
-
-_CALL = ("tool_call_id", "token")
-_MARKER = ("tool_call_id", "present", "matches")
-_RESULT = ("tool_call_id", "token_present")
-
-
-def _all_ran(ev: Evidence) -> bool:
-    """Whether every delivered call has one marker, present and matching, and its collected file holds its token:
-    true of an honest run, looked at a column at a time (the reading below names what is not)."""
-    calls, markers = witness_columns(ev, "tool_call", _CALL), witness_columns(ev, "marker", _MARKER)
-    ids, marked = calls["tool_call_id"], markers["tool_call_id"]
-    # Ids and tokens that are strings, as the schema has them: a missing one (None here) is left to the reading below.
-    return (
-        set(map(type, ids)) <= {str}
-        and set(map(type, calls["token"])) <= {str}
-        and all(markers["present"])
-        and all(markers["matches"])
-        and len(set(marked)) == len(marked)
-        and set(ids) <= set(marked)
-        and list(map(ev.markers.get, map("{}.txt".format, ids))) == list(calls["token"])
-    )
-
-
-def _all_seen(ev: Evidence) -> bool:
-    """Whether every delivered call has results seen, all with the token (results_seen's honest case, at once)."""
-    results = witness_columns(ev, "tool_result_seen", _RESULT)
-    ids = witness_columns(ev, "tool_call", _CALL)["tool_call_id"]
-    return set(map(type, ids)) <= {str} and all(results["token_present"]) and set(ids) <= set(results["tool_call_id"])
 
 
 @check(
@@ -98,8 +66,6 @@ def results_seen(ev: Evidence) -> list[str]:
     Not applicable where the harness never sends a step's output back (scope `tool_results`, SciCode: it runs the
     blocks, if at all, only after its last request).
     """
-    if decided(lambda: _all_seen(ev)):
-        return []
     reasons = []
     results_seen = ev.w.results_seen
     for call in ev.w.tool_calls():

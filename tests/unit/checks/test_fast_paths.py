@@ -12,7 +12,6 @@ from orchestrator.checks import (
     REGISTRY,
     Evidence,
     Witness,
-    exercise,
     join,
     rollout_schema,
     rollout_semantic,
@@ -76,7 +75,6 @@ def _no_fast_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wire, "_in_wire_order", lambda *args: False)
     monkeypatch.setattr(join, "_calls_all_ok", lambda cols: None)
     monkeypatch.setattr(join, "_attempts_all_ok", lambda cols: None)
-    monkeypatch.setattr(exercise, "decided", lambda fast: False)
 
 
 @pytest.mark.parametrize("seed", range(4))
