@@ -73,7 +73,7 @@ def _joined(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return ok_pairs(ev)
 
 
-def _same(columns: tuple[tuple[Any, ...], tuple[Any, ...]]) -> bool:
+def _same(columns: tuple[list[Any], list[Any]]) -> bool:
     return columns[0] == columns[1]
 
 

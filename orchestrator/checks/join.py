@@ -15,9 +15,9 @@ __all__ = [
     "Join",
     "Key",
     "all_ok",
-    "attempt_columns",
+    "attempt_column",
     "attempt_keys",
-    "call_columns",
+    "call_column",
     "call_keys",
     "column",
     "columns_of",
@@ -29,7 +29,6 @@ __all__ = [
     "ok_sides",
     "rollout_key",
     "shared",
-    "witness_columns",
     "witness_key",
 ]
 
@@ -65,99 +64,46 @@ def column(records: list[dict[str, Any]], key: str) -> list[Any]:
     return list(map(dict.get, records, repeat(key)))
 
 
-# The fields of calls and attempts the checks' fast looks read. A record of a 100,000-entry list is far from the
-# previous one in memory: a pass per field would fetch each record from memory once per field; read once, into
-# rows, and transposed (in C), every field is a column for the cost of one fetch per record.
-CALL_FIELDS: tuple[str, ...] = (
-    "model_call_id",
-    "status_code",
-    "error_category",
-    "response_id",
-    "finish_reason",
-    "protocol",
-)
-CALL_FIELDS += ("token_stats", "request", "started_at", "completed_at", "invocation_id")
-ATTEMPT_FIELDS: tuple[str, ...] = (
-    "attempt_id",
-    "kind",
-    "status",
-    "ended",
-    "response_id",
-    "finish_reason",
-    "protocol",
-    "usage",
-)
-ATTEMPT_FIELDS += ("started_at", "completed_at")
+def columns_of(records: list[dict[str, Any]], fields: tuple[str, ...]) -> dict[str, list[Any]]:
+    """Each of fields of records, as a column (None where absent); records must be objects."""
+    return {f: column(records, f) for f in fields}
 
 
-def _call_row(c: dict[str, Any]) -> tuple[Any, ...]:
-    g = c.get  # the fields of CALL_FIELDS, in its order, spelled out: a loop over the names costs twice as much
-    return (
-        g("model_call_id"), g("status_code"), g("error_category"), g("response_id"), g("finish_reason"),
-        g("protocol"), g("token_stats"), g("request"), g("started_at"), g("completed_at"), g("invocation_id"),
-    )  # fmt: skip
+# One column per field read, made on first use: a pass over 100,000 records costs about what fetching them from
+# memory costs, so a field is read once for all the checks that look at it, and no field is read that none does.
+def call_column(ev: Evidence, field: str) -> list[Any]:
+    """field of each of model_calls(ev), None where absent (shared: do not modify)."""
+    return shared(ev, f"call_column:{field}", lambda e: column(model_calls(e), field))
 
 
-def _attempt_row(a: dict[str, Any]) -> tuple[Any, ...]:
-    g = a.get  # ATTEMPT_FIELDS, as _call_row
-    return (
-        g("attempt_id"), g("kind"), g("status"), g("ended"), g("response_id"), g("finish_reason"), g("protocol"),
-        g("usage"), g("started_at"), g("completed_at"),
-    )  # fmt: skip
+def attempt_column(ev: Evidence, field: str) -> list[Any]:
+    """field of each of ev.w.attempts(None), None where absent (shared: do not modify)."""
+    return shared(ev, f"attempt_column:{field}", lambda e: column(e.w.attempts(None), field))
 
 
-def _columns(
-    records: list[dict[str, Any]], fields: tuple[str, ...], row: Callable[[dict[str, Any]], tuple[Any, ...]]
-) -> dict[str, tuple[Any, ...]]:
-    if not records:
-        return dict.fromkeys(fields, ())
-    return dict(zip(fields, zip(*map(row, records), strict=True), strict=True))
-
-
-def columns_of(records: list[dict[str, Any]], fields: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
-    """Each of fields of records, as a column (None where absent), read in one pass; records must be objects."""
-    return _columns(records, fields, lambda r: tuple(map(r.get, fields)))
-
-
-def witness_columns(ev: Evidence, kind: str, fields: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
-    """Fields of the witness events of one kind (`tool_call`: the delivered ones, ev.w.tool_calls()), as columns
-    (shared: do not modify)."""
-    return shared(ev, f"witness_columns:{kind}:{fields}", lambda e: columns_of(_events(e, kind), fields))
-
-
-def _events(ev: Evidence, kind: str) -> list[dict[str, Any]]:
-    return ev.w.tool_calls() if kind == "tool_call" else list(ev.w.of(kind))
-
-
-def call_columns(ev: Evidence) -> dict[str, tuple[Any, ...]]:
-    """Each of CALL_FIELDS of model_calls(ev), as a column (None where absent; shared: do not modify)."""
-    return shared(ev, "call_columns", lambda e: _columns(model_calls(e), CALL_FIELDS, _call_row))
-
-
-def attempt_columns(ev: Evidence) -> dict[str, tuple[Any, ...]]:
-    """Each of ATTEMPT_FIELDS of ev.w.attempts(None), as a column (None where absent; shared: do not modify)."""
-    return shared(ev, "attempt_columns", lambda e: _columns(e.w.attempts(None), ATTEMPT_FIELDS, _attempt_row))
-
-
-def _all_2xx(statuses: tuple[Any, ...]) -> bool:
+def _all_2xx(statuses: list[Any]) -> bool:
     # Exactly int: a bool is an int to isinstance, and the per-entry keys judge it so; such a list is left to them.
     return set(map(type, statuses)) == {int} and min(statuses) >= 200 and max(statuses) < 300
 
 
-def _calls_all_ok(cols: dict[str, tuple[Any, ...]]) -> tuple[Any, ...] | None:
+def _calls_all_ok(ev: Evidence) -> list[Any] | None:
     """The response ids when every call is an ok key of its own id (a 2xx, no error category, an id that is a
     string or null), at once; None when any is not (then each call's rollout_key is taken)."""
-    rids = cols["response_id"]
-    if _all_2xx(cols["status_code"]) and not any(cols["error_category"]) and set(map(type, rids)) <= {str, type(None)}:
+    rids = call_column(ev, "response_id")
+    if (
+        _all_2xx(call_column(ev, "status_code"))
+        and not any(call_column(ev, "error_category"))
+        and set(map(type, rids)) <= {str, type(None)}
+    ):
         return rids
     return None
 
 
-def _attempts_all_ok(cols: dict[str, tuple[Any, ...]]) -> tuple[Any, ...] | None:
+def _attempts_all_ok(ev: Evidence) -> list[Any] | None:
     """The response ids when every attempt completed with a 2xx, at once; None otherwise (each witness_key taken)."""
-    ended = cols["ended"]
-    if ended.count("complete") == len(ended) and _all_2xx(cols["status"]):
-        return cols["response_id"]
+    ended = attempt_column(ev, "ended")
+    if ended.count("complete") == len(ended) and _all_2xx(attempt_column(ev, "status")):
+        return attempt_column(ev, "response_id")
     return None
 
 
@@ -198,7 +144,7 @@ def call_keys(ev: Evidence) -> list[Key]:
 
 def _call_keys(ev: Evidence) -> list[Key]:
     calls = model_calls(ev)
-    rids = _calls_all_ok(call_columns(ev)) if calls else None
+    rids = _calls_all_ok(ev) if calls else None
     return [rollout_key(c) for c in calls] if rids is None else list(zip(repeat("ok"), rids))
 
 
@@ -210,9 +156,9 @@ def attempt_keys(ev: Evidence, kind: str | None = "model") -> list[Key]:
 def _attempt_keys(ev: Evidence, kind: str | None) -> list[Key]:
     attempts = ev.w.attempts(None)
     if kind is None:
-        rids = _attempts_all_ok(attempt_columns(ev)) if attempts else None
+        rids = _attempts_all_ok(ev) if attempts else None
         return [witness_key(a) for a in attempts] if rids is None else list(zip(repeat("ok"), rids))
-    if attempt_columns(ev)["kind"].count(kind) == len(attempts):
+    if attempt_column(ev, "kind").count(kind) == len(attempts):
         return list(attempt_keys(ev, None))  # every attempt of this kind: the same keys
     # Taken from the keys of all attempts (made once), in the same arrival order.
     return [k for a, k in zip(attempts, attempt_keys(ev, None), strict=True) if a["kind"] == kind]
@@ -252,11 +198,11 @@ def _join(ev: Evidence) -> Join:
     keys = call_keys(ev)
     if all_ok(keys):  # every call a success: the ids are a column already read
         oks = calls
-        by_order = bool(oks) and call_columns(ev)["response_id"].count(None) == len(oks)
+        by_order = bool(oks) and call_column(ev, "response_id").count(None) == len(oks)
     else:
         oks = [c for c, key in zip(calls, keys, strict=True) if key[0] == "ok"]
         by_order = bool(oks) and all(c.get("response_id") is None for c in oks)
-    if not by_order and keys == attempt_keys(ev, None) and len(set(attempt_columns(ev)["attempt_id"])) == len(attempts):
+    if not by_order and keys == attempt_keys(ev, None) and len(set(attempt_column(ev, "attempt_id"))) == len(attempts):
         # The calls are the attempts, key for key in the wire's order (the honest case): the earliest unused attempt
         # of each call's key is the one at its own position, so every call pairs with it, in order (attempt ids
         # unique: each attempt's arrival index is its position).
@@ -341,10 +287,10 @@ def _ok_sides(ev: Evidence) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     return list(map(itemgetter(0), pairs)), list(map(itemgetter(1), pairs))
 
 
-def ok_columns(ev: Evidence, call_field: str, attempt_field: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+def ok_columns(ev: Evidence, call_field: str, attempt_field: str) -> tuple[list[Any], list[Any]]:
     """One field of each call of ok_pairs(ev) and one of its reply, as two aligned columns."""
     joined = join_calls(ev)
     if joined.positional and all_ok(joined.keys):
-        return call_columns(ev)[call_field], attempt_columns(ev)[attempt_field]
+        return call_column(ev, call_field), attempt_column(ev, attempt_field)
     calls, replies = ok_sides(ev)
-    return tuple(column(calls, call_field)), tuple(column(replies, attempt_field))
+    return column(calls, call_field), column(replies, attempt_field)

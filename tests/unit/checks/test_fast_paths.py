@@ -73,8 +73,9 @@ def _no_fast_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rollout_semantic, "decided", lambda fast: False)
     monkeypatch.setattr(tools, "_decided", lambda ev, fast: False)
     monkeypatch.setattr(wire, "_in_wire_order", lambda *args: False)
-    monkeypatch.setattr(join, "_calls_all_ok", lambda cols: None)
-    monkeypatch.setattr(join, "_attempts_all_ok", lambda cols: None)
+    monkeypatch.setattr(wire, "_whole_exchanges", lambda *args: False)
+    monkeypatch.setattr(join, "_calls_all_ok", lambda ev: None)
+    monkeypatch.setattr(join, "_attempts_all_ok", lambda ev: None)
 
 
 @pytest.mark.parametrize("seed", range(4))
