@@ -10,6 +10,7 @@ from datetime import timedelta
 from operator import itemgetter, methodcaller
 from typing import Any
 
+from orchestrator.checks import looks
 from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.join import (
     Join,
@@ -162,9 +163,11 @@ def calls_witness_times(ev: Evidence) -> list[str]:
     request arrived, or starting long before its request arrived; well-formed, ordered times that are not the
     attempt's own.
     """
-    reasons = []
     times = TimeCache()
     parse = times.parse
+    if looks.calls_inside_attempts(ev, parse):
+        return []
+    reasons = []
     for c, a in _unambiguous(ev):
         start, end = parse(c.get("started_at")), parse(c.get("completed_at"))
         sent, answered = parse(a.get("started_at")), parse(a.get("completed_at"))
