@@ -76,6 +76,7 @@ def _no_fast_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wire, "_in_wire_order", lambda *args: False)
     monkeypatch.setattr(wire, "_whole_exchanges", lambda *args: False)
     monkeypatch.setattr(looks, "decided", lambda fast: False)
+    monkeypatch.setattr(tools, "_aligned", lambda calls, records: False)
     monkeypatch.setattr(join, "_calls_all_ok", lambda ev: None)
     monkeypatch.setattr(join, "_attempts_all_ok", lambda ev: None)
 
