@@ -10,10 +10,12 @@ from typing import Any
 from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.join import (
     Key,
+    all_ok,
     attempt_keys,
     call_keys,
     join_calls,
     model_calls,
+    ok_columns,
     ok_pairs,
     rollout_key,
     witness_key,
@@ -71,6 +73,10 @@ def _joined(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return ok_pairs(ev)
 
 
+def _same(columns: tuple[list[Any], list[Any]]) -> bool:
+    return columns[0] == columns[1]
+
+
 def _name(call: dict[str, Any]) -> str:
     return str(call.get("response_id") or call.get("model_call_id"))
 
@@ -85,12 +91,9 @@ def _name(call: dict[str, Any]) -> str:
 )
 def calls_response_metadata(ev: Evidence) -> list[str]:
     """Each recorded success carries the protocol and finish reason of the reply with its response id."""
-    joined = _joined(ev)
-    calls, replies = [c for c, _ in joined], [a for _, a in joined]
-    if [c.get("finish_reason") for c in calls] == [a.get("finish_reason") for a in replies] and [
-        c.get("protocol") for c in calls
-    ] == [a.get("protocol") for a in replies]:
+    if _same(ok_columns(ev, "finish_reason", "finish_reason")) and _same(ok_columns(ev, "protocol", "protocol")):
         return []  # every pair agrees: decided a field at a time
+    joined = _joined(ev)
     reasons = []
     for c, a in joined:
         if c.get("finish_reason") != a.get("finish_reason"):
@@ -118,11 +121,14 @@ def tokens_match(ev: Evidence) -> list[str]:
     broken = join_calls(ev).order_join_broken
     reasons = [broken] if broken else []
     joined = _joined(ev)
-    carried = [
-        a
-        for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True)
-        if key[0] == "ok" and isinstance(a.get("usage"), dict)
-    ]
+    if joined or broken:
+        carried = []  # only counted when nothing joined
+    else:
+        carried = [
+            a
+            for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True)
+            if key[0] == "ok" and isinstance(a.get("usage"), dict)
+        ]
     if carried and not joined and not broken:
         # Nothing joined means nothing compared: counts the harness could have recorded and did not are a failure,
         # not a pass on no evidence.
@@ -131,8 +137,7 @@ def tokens_match(ev: Evidence) -> list[str]:
             "(no recorded success joins a reply)"
         )
     # The common case, decided at once: every reply's usage is the call's token_stats, both objects.
-    usages = [a.get("usage") for _, a in joined]
-    stats_all = [c.get("token_stats") for c, _ in joined]
+    stats_all, usages = ok_columns(ev, "token_stats", "usage")
     same = set(map(type, usages)) <= {dict} and usages == stats_all
     for c, a in [] if same else joined:
         usage = a.get("usage")
@@ -148,7 +153,8 @@ def tokens_match(ev: Evidence) -> list[str]:
                 want = (usage.get("prompt") or 0) + (usage.get("completion") or 0)
             if got != want:
                 reasons.append(f"{_name(c)}: token_stats.{f} is {got!r}, the reply carried {want!r}")
-    for c, key in zip(_calls(ev), call_keys(ev), strict=True):
+    keys = call_keys(ev)
+    for c, key in [] if all_ok(keys) else zip(_calls(ev), keys, strict=True):
         if key[0] != "ok":
             made_up = {f: v for f, v in (c.get("token_stats") or {}).items() if v is not None}
             if made_up:

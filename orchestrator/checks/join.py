@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, TypeVar
 
@@ -13,12 +14,19 @@ from orchestrator.checks.evidence import Evidence
 __all__ = [
     "Join",
     "Key",
+    "all_ok",
+    "attempt_column",
     "attempt_keys",
+    "call_column",
     "call_keys",
+    "column",
+    "columns_of",
     "decided",
     "join_calls",
     "model_calls",
+    "ok_columns",
     "ok_pairs",
+    "ok_sides",
     "rollout_key",
     "shared",
     "witness_key",
@@ -48,6 +56,55 @@ def decided(fast: Callable[[], bool]) -> bool:
         return fast()
     except Exception:
         return False
+
+
+def column(records: list[dict[str, Any]], key: str) -> list[Any]:
+    """Each record's value of key (None where absent), read in C: a 100,000-entry look costs one pass, not 100,000
+    method calls from Python. Every record must be an object (else TypeError: fast looks run under `decided`)."""
+    return list(map(dict.get, records, repeat(key)))
+
+
+def columns_of(records: list[dict[str, Any]], fields: tuple[str, ...]) -> dict[str, list[Any]]:
+    """Each of fields of records, as a column (None where absent); records must be objects."""
+    return {f: column(records, f) for f in fields}
+
+
+# One column per field read, made on first use: a pass over 100,000 records costs about what fetching them from
+# memory costs, so a field is read once for all the checks that look at it, and no field is read that none does.
+def call_column(ev: Evidence, field: str) -> list[Any]:
+    """field of each of model_calls(ev), None where absent (shared: do not modify)."""
+    return shared(ev, f"call_column:{field}", lambda e: column(model_calls(e), field))
+
+
+def attempt_column(ev: Evidence, field: str) -> list[Any]:
+    """field of each of ev.w.attempts(None), None where absent (shared: do not modify)."""
+    return shared(ev, f"attempt_column:{field}", lambda e: column(e.w.attempts(None), field))
+
+
+def _all_2xx(statuses: list[Any]) -> bool:
+    # Exactly int: a bool is an int to isinstance, and the per-entry keys judge it so; such a list is left to them.
+    return set(map(type, statuses)) == {int} and min(statuses) >= 200 and max(statuses) < 300
+
+
+def _calls_all_ok(ev: Evidence) -> list[Any] | None:
+    """The response ids when every call is an ok key of its own id (a 2xx, no error category, an id that is a
+    string or null), at once; None when any is not (then each call's rollout_key is taken)."""
+    rids = call_column(ev, "response_id")
+    if (
+        _all_2xx(call_column(ev, "status_code"))
+        and not any(call_column(ev, "error_category"))
+        and set(map(type, rids)) <= {str, type(None)}
+    ):
+        return rids
+    return None
+
+
+def _attempts_all_ok(ev: Evidence) -> list[Any] | None:
+    """The response ids when every attempt completed with a 2xx, at once; None otherwise (each witness_key taken)."""
+    ended = attempt_column(ev, "ended")
+    if ended.count("complete") == len(ended) and _all_2xx(attempt_column(ev, "status")):
+        return attempt_column(ev, "response_id")
+    return None
 
 
 def witness_key(a: dict[str, Any]) -> Key:
@@ -82,7 +139,13 @@ def _model_calls(ev: Evidence) -> list[dict[str, Any]]:
 
 def call_keys(ev: Evidence) -> list[Key]:
     """rollout_key of each of model_calls(ev), in the same order."""
-    return shared(ev, "call_keys", lambda e: [rollout_key(c) for c in model_calls(e)])
+    return shared(ev, "call_keys", _call_keys)
+
+
+def _call_keys(ev: Evidence) -> list[Key]:
+    calls = model_calls(ev)
+    rids = _calls_all_ok(ev) if calls else None
+    return [rollout_key(c) for c in calls] if rids is None else list(zip(repeat("ok"), rids))
 
 
 def attempt_keys(ev: Evidence, kind: str | None = "model") -> list[Key]:
@@ -91,10 +154,14 @@ def attempt_keys(ev: Evidence, kind: str | None = "model") -> list[Key]:
 
 
 def _attempt_keys(ev: Evidence, kind: str | None) -> list[Key]:
+    attempts = ev.w.attempts(None)
     if kind is None:
-        return [witness_key(a) for a in ev.w.attempts(None)]
+        rids = _attempts_all_ok(ev) if attempts else None
+        return [witness_key(a) for a in attempts] if rids is None else list(zip(repeat("ok"), rids))
+    if attempt_column(ev, "kind").count(kind) == len(attempts):
+        return list(attempt_keys(ev, None))  # every attempt of this kind: the same keys
     # Taken from the keys of all attempts (made once), in the same arrival order.
-    return [k for a, k in zip(ev.w.attempts(None), attempt_keys(ev, None), strict=True) if a["kind"] == kind]
+    return [k for a, k in zip(attempts, attempt_keys(ev, None), strict=True) if a["kind"] == kind]
 
 
 @dataclass
@@ -129,13 +196,13 @@ def _join(ev: Evidence) -> Join:
     attempts = ev.w.attempts(None)
     calls = model_calls(ev)
     keys = call_keys(ev)
-    oks = [c for c, key in zip(calls, keys, strict=True) if key[0] == "ok"]
-    by_order = bool(oks) and all(c.get("response_id") is None for c in oks)
-    if (
-        not by_order
-        and keys == attempt_keys(ev, None)
-        and len(set(map(itemgetter("attempt_id"), attempts))) == len(attempts)
-    ):
+    if all_ok(keys):  # every call a success: the ids are a column already read
+        oks = calls
+        by_order = bool(oks) and call_column(ev, "response_id").count(None) == len(oks)
+    else:
+        oks = [c for c, key in zip(calls, keys, strict=True) if key[0] == "ok"]
+        by_order = bool(oks) and all(c.get("response_id") is None for c in oks)
+    if not by_order and keys == attempt_keys(ev, None) and len(set(attempt_column(ev, "attempt_id"))) == len(attempts):
         # The calls are the attempts, key for key in the wire's order (the honest case): the earliest unused attempt
         # of each call's key is the one at its own position, so every call pairs with it, in order (attempt ids
         # unique: each attempt's arrival index is its position).
@@ -197,4 +264,33 @@ def ok_pairs(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
 
 def _ok_pairs(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     joined = join_calls(ev)
+    if all_ok(joined.keys):
+        return joined.pairs
     return [p for p, key in zip(joined.pairs, joined.keys, strict=True) if key[0] == "ok"]
+
+
+def all_ok(keys: list[Key]) -> bool:
+    """Whether every key is a success's."""
+    return not keys or set(map(itemgetter(0), keys)) == {"ok"}
+
+
+def ok_sides(ev: Evidence) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """ok_pairs(ev) as two aligned lists, the calls and their replies (shared: do not modify)."""
+    return shared(ev, "ok_sides", _ok_sides)
+
+
+def _ok_sides(ev: Evidence) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    joined = join_calls(ev)
+    if joined.positional and all_ok(joined.keys):
+        return model_calls(ev), ev.w.attempts(None)  # the pairs are the calls and attempts, position by position
+    pairs = ok_pairs(ev)
+    return list(map(itemgetter(0), pairs)), list(map(itemgetter(1), pairs))
+
+
+def ok_columns(ev: Evidence, call_field: str, attempt_field: str) -> tuple[list[Any], list[Any]]:
+    """One field of each call of ok_pairs(ev) and one of its reply, as two aligned columns."""
+    joined = join_calls(ev)
+    if joined.positional and all_ok(joined.keys):
+        return call_column(ev, call_field), attempt_column(ev, attempt_field)
+    calls, replies = ok_sides(ev)
+    return column(calls, call_field), column(replies, attempt_field)

@@ -6,8 +6,9 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from orchestrator.checks import looks
 from orchestrator.checks.evidence import Evidence, scope_of
-from orchestrator.checks.join import shared
+from orchestrator.checks.join import call_column, shared
 from orchestrator.checks.model import Kind, check
 from orchestrator.evidence import fragment_batch_precheck, fragment_faults, holds_tuple
 
@@ -176,9 +177,11 @@ def calls_protocol(ev: Evidence) -> list[str]:
 )
 def calls_timing(ev: Evidence) -> list[str]:
     """Every model call has start and completion times, in order, and calls are recorded in start order."""
+    times = TimeCache()
+    if looks.times_ordered(ev, _items(ev, "model_calls"), times.parse):
+        return []
     reasons = []
     previous = None
-    times = TimeCache()
     for i, c in enumerate(_items(ev, "model_calls")):
         start, end = times.parse(c.get("started_at")), times.parse(c.get("completed_at"))
         if start is None or end is None:
@@ -202,6 +205,8 @@ def calls_timing(ev: Evidence) -> list[str]:
 )
 def calls_outcome(ev: Evidence) -> list[str]:
     """Each call is either a 2xx with a response id and finish reason, or an error with a status or category."""
+    if looks.outcomes_ok(ev, _items(ev, "model_calls")):
+        return []
     reasons = []
     for i, c in enumerate(_items(ev, "model_calls")):
         status, category = c.get("status_code"), c.get("error_category")
@@ -240,7 +245,8 @@ def tokens_fields(ev: Evidence) -> list[str]:
     """Every call has token_stats with prompt, completion, reasoning, total, cached: each a count >= 0 or null."""
     calls = _items(ev, "model_calls")
     pointer = "/$defs/model_call/properties/token_stats"
-    if _all_dicts(calls) and _all_valid(ev, [c.get("token_stats") for c in calls], pointer):
+    # All objects: they are the shared model_calls, whose token_stats column tokens.match reads too.
+    if _all_dicts(calls) and _all_valid(ev, call_column(ev, "token_stats"), pointer):
         return []
     reasons: list[str] = []
     for i, c in enumerate(calls):

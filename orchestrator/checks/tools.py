@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import decided, shared
+from orchestrator.checks.join import column, decided, shared
 from orchestrator.checks.model import Kind, check
 
 __all__: list[str] = []
@@ -77,18 +77,35 @@ def _paired(ev: Evidence) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] |
 
 
 def _pair(ev: Evidence) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    records = _records(ev)
     calls = ev.w.tool_calls()
+    tools = ev.r.get("tool_calls")
+    if isinstance(tools, list) and decided(lambda: _aligned(calls, tools)):
+        return calls, tools  # each call's record is the one at its position: no index of 100,000 ids to build
+    records = _records(ev)
     try:
         return calls, [records[c["tool_call_id"]] for c in calls]
     except KeyError:
         return None
 
 
+def _aligned(calls: list[dict[str, Any]], tools: list[Any]) -> bool:
+    """Whether the records are objects with the witnessed calls' ids, in their order, each id a string used once:
+    then the first record of each call's id is the record at the call's position."""
+    ids = column(tools, "tool_call_id")
+    return set(map(type, ids)) <= {str} and len(set(ids)) == len(ids) and ids == column(calls, "tool_call_id")
+
+
 def _decided(ev: Evidence, fast: Callable[[list[dict[str, Any]], list[dict[str, Any]]], bool]) -> bool:
     """`decided` for a look at all (witnessed call, record) pairs at once; never when an id has no record."""
     paired = _paired(ev)
     return paired is not None and decided(lambda: fast(*paired))
+
+
+def _looked_up(ev: Evidence) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    records = _records(ev)
+    for call in ev.w.tool_calls():
+        # A final-submit call is skipped before its record is looked up: it may have none.
+        yield call, {} if call.get("final_submit") else records[call["tool_call_id"]]
 
 
 def _arguments(value: Any) -> Any:
@@ -185,14 +202,16 @@ def witness_status(ev: Evidence) -> list[str]:
 def witness_output(ev: Evidence) -> list[str]:
     """Each tool record's output is exactly what the model saw as the call's result (joined by id: not applicable
     without tool ids; the shared screen a text-driven harness sees is witnessed as each call's result)."""
-    records = _records(ev)
+    paired = _paired(ev)
+    # Each call with its record: the pairs made once for the tool checks, or (an id with no record) looked up, which
+    # fails on the first such id as it always did.
+    with_records = zip(*paired, strict=True) if paired is not None else _looked_up(ev)
     results_seen = ev.w.results_seen
     reasons = []
-    for call in ev.w.tool_calls():
+    for call, t in with_records:
         if call.get("final_submit"):
             # The model never saw a result of the final-submit call (the harness ended on it): nothing to compare.
             continue
-        t = records[call["tool_call_id"]]
         results = results_seen(call["tool_call_id"])
         if len(results) == 1 and t.get("output") == results[0]["output"]:
             continue  # the common case: seen once, as recorded

@@ -8,7 +8,18 @@ from typing import Any
 
 import pytest
 
-from orchestrator.checks import REGISTRY, Evidence, Witness, rollout_schema, rollout_semantic, scope_of, tools, wire
+from orchestrator.checks import (
+    REGISTRY,
+    Evidence,
+    Witness,
+    join,
+    looks,
+    rollout_schema,
+    rollout_semantic,
+    scope_of,
+    tools,
+    wire,
+)
 from orchestrator.checks.model import Unverifiable
 from tests.bench.audit_scale import _synthetic
 
@@ -63,6 +74,11 @@ def _no_fast_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rollout_semantic, "decided", lambda fast: False)
     monkeypatch.setattr(tools, "_decided", lambda ev, fast: False)
     monkeypatch.setattr(wire, "_in_wire_order", lambda *args: False)
+    monkeypatch.setattr(wire, "_whole_exchanges", lambda *args: False)
+    monkeypatch.setattr(looks, "decided", lambda fast: False)
+    monkeypatch.setattr(tools, "_aligned", lambda calls, records: False)
+    monkeypatch.setattr(join, "_calls_all_ok", lambda ev: None)
+    monkeypatch.setattr(join, "_attempts_all_ok", lambda ev: None)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -98,3 +114,47 @@ def test_fast_looks_decide_as_the_full_readings(seed: int, monkeypatch: pytest.M
     applies = [cid for cid, c in REGISTRY.items() if c.applies(scope) and "execution" not in c.needs]
     failed = [(cid, why) for cid, why in fast[-1] if cid in applies and why and not str(why).startswith("unverif")]
     assert not failed
+
+
+_LATER = "2026-01-01T00:00:05.000Z"
+_EARLIER = "2025-12-31T23:59:00.000Z"
+# Lies the whole-column looks (join, looks, wire) pass over only if they are blind to them: one field each.
+_TARGETED = [
+    ("model_calls", 2, "started_at", _LATER),  # later than the call after it; after its attempt was answered
+    ("model_calls", 2, "completed_at", _EARLIER),  # before its own start and its attempt's
+    ("model_calls", 3, "started_at", _EARLIER),  # long before its request arrived
+    # Before the call recorded before it, inside its attempt's tolerance: only the order is wrong.
+    ("model_calls", 3, "started_at+completed_at", "2025-12-31T23:59:59.500Z"),
+    ("model_calls", 1, "status_code", 201),
+    ("model_calls", 1, "status_code", True),
+    ("model_calls", 1, "response_id", ""),
+    ("model_calls", 1, "finish_reason", None),
+    ("model_calls", 1, "error_category", "timeout"),
+    ("model_calls", 1, "request", {"model": "x"}),
+    ("model_calls", 1, "protocol", "responses"),
+    ("attempt", 2, "started_at", _LATER),
+    ("attempt", 2, "status", 201),
+    ("attempt", 2, "ended", "cut"),
+]
+
+
+@pytest.mark.parametrize("where,n,field,value", _TARGETED)
+def test_column_looks_see_each_targeted_lie(
+    where: str, n: int, field: str, value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario, rollout, events, markers = _synthetic(6)
+    rollout, events = copy.deepcopy(rollout), copy.deepcopy(events)
+    if where == "model_calls":
+        for name in field.split("+"):
+            rollout["model_calls"][n][name] = value
+    else:
+        [a for a in events if a["event"] == "attempt"][n][field] = value
+
+    def run() -> list[tuple[str, Any]]:
+        ev = Evidence(scenario, rollout=copy.deepcopy(rollout), witness=Witness(copy.deepcopy(events)), markers=markers)
+        return _outcomes(ev)
+
+    fast = run()
+    _no_fast_looks(monkeypatch)
+    assert run() == fast
+    assert any(why for _, why in fast)  # the lie is seen, by some check
