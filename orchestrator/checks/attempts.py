@@ -121,21 +121,19 @@ def tokens_match(ev: Evidence) -> list[str]:
     broken = join_calls(ev).order_join_broken
     reasons = [broken] if broken else []
     joined = _joined(ev)
-    if joined or broken:
-        carried = []  # only counted when nothing joined
-    else:
+    if not joined and not broken:
         carried = [
             a
             for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True)
             if key[0] == "ok" and isinstance(a.get("usage"), dict)
         ]
-    if carried and not joined and not broken:
-        # Nothing joined means nothing compared: counts the harness could have recorded and did not are a failure,
-        # not a pass on no evidence.
-        reasons.append(
-            f"the wire carried usage on {len(carried)} replies and no recorded call holds any of it "
-            "(no recorded success joins a reply)"
-        )
+        if carried:
+            # Nothing joined means nothing compared: counts the harness could have recorded and did not are a
+            # failure, not a pass on no evidence.
+            reasons.append(
+                f"the wire carried usage on {len(carried)} replies and no recorded call holds any of it "
+                "(no recorded success joins a reply)"
+            )
     # The common case, decided at once: every reply's usage is the call's token_stats, both objects.
     stats_all, usages = ok_columns(ev, "token_stats", "usage")
     same = set(map(type, usages)) <= {dict} and usages == stats_all

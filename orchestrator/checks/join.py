@@ -14,13 +14,13 @@ from orchestrator.checks.evidence import Evidence
 __all__ = [
     "Join",
     "Key",
+    "all_2xx",
     "all_ok",
     "attempt_column",
     "attempt_keys",
     "call_column",
     "call_keys",
     "column",
-    "columns_of",
     "decided",
     "join_calls",
     "model_calls",
@@ -64,11 +64,6 @@ def column(records: list[dict[str, Any]], key: str) -> list[Any]:
     return list(map(dict.get, records, repeat(key)))
 
 
-def columns_of(records: list[dict[str, Any]], fields: tuple[str, ...]) -> dict[str, list[Any]]:
-    """Each of fields of records, as a column (None where absent); records must be objects."""
-    return {f: column(records, f) for f in fields}
-
-
 # One column per field read, made on first use: a pass over 100,000 records costs about what fetching them from
 # memory costs, so a field is read once for all the checks that look at it, and no field is read that none does.
 def call_column(ev: Evidence, field: str) -> list[Any]:
@@ -81,7 +76,8 @@ def attempt_column(ev: Evidence, field: str) -> list[Any]:
     return shared(ev, f"attempt_column:{field}", lambda e: column(e.w.attempts(None), field))
 
 
-def _all_2xx(statuses: list[Any]) -> bool:
+def all_2xx(statuses: list[Any]) -> bool:
+    """Whether every status is a 2xx."""
     # Exactly int: a bool is an int to isinstance, and the per-entry keys judge it so; such a list is left to them.
     return set(map(type, statuses)) == {int} and min(statuses) >= 200 and max(statuses) < 300
 
@@ -91,7 +87,7 @@ def _calls_all_ok(ev: Evidence) -> list[Any] | None:
     string or null), at once; None when any is not (then each call's rollout_key is taken)."""
     rids = call_column(ev, "response_id")
     if (
-        _all_2xx(call_column(ev, "status_code"))
+        all_2xx(call_column(ev, "status_code"))
         and not any(call_column(ev, "error_category"))
         and set(map(type, rids)) <= {str, type(None)}
     ):
@@ -102,7 +98,7 @@ def _calls_all_ok(ev: Evidence) -> list[Any] | None:
 def _attempts_all_ok(ev: Evidence) -> list[Any] | None:
     """The response ids when every attempt completed with a 2xx, at once; None otherwise (each witness_key taken)."""
     ended = attempt_column(ev, "ended")
-    if ended.count("complete") == len(ended) and _all_2xx(attempt_column(ev, "status")):
+    if ended.count("complete") == len(ended) and all_2xx(attempt_column(ev, "status")):
         return attempt_column(ev, "response_id")
     return None
 

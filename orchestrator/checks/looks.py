@@ -12,7 +12,7 @@ from operator import ge, le
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import all_ok, attempt_column, call_column, decided, join_calls, model_calls
+from orchestrator.checks.join import all_2xx, all_ok, attempt_column, call_column, decided, join_calls, model_calls
 
 __all__ = ["calls_inside_attempts", "outcomes_ok", "times_ordered"]
 
@@ -27,11 +27,8 @@ def outcomes_ok(ev: Evidence, items: list[Any]) -> bool:
     def look() -> bool:
         if len(model_calls(ev)) != len(items):
             return False  # an entry that is not an object: the reading below fails on it as it always did
-        statuses = call_column(ev, "status_code")
         return (
-            set(map(type, statuses)) == {int}
-            and min(statuses) >= 200
-            and max(statuses) < 300
+            all_2xx(call_column(ev, "status_code"))
             and _nonblank_strings(call_column(ev, "response_id"))
             and _nonblank_strings(call_column(ev, "finish_reason"))
         )

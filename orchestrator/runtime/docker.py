@@ -312,38 +312,33 @@ class Engine:
         flt = {"label": f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL}
         counts = {"containers": 0, "networks": 0, "volumes": 0}
         api = self.client.api
-        failed: list[tuple[str, Any]] = []
+        failed: list[tuple[str, Any, str]] = []
 
-        def remove(what: str, fn: Any) -> None:
+        def remove(what: str, fn: Any, failures: list[tuple[str, Any, str]]) -> None:
             try:
                 fn()
             except docker.errors.NotFound:
                 pass
-            except docker.errors.APIError:
-                failed.append((what, fn))
+            except docker.errors.APIError as exc:
+                failures.append((what, fn, str(exc)[:200]))
 
         with deferred_interrupts():
             for c in _joiners_first(api.containers(all=True, filters=flt)):
-                remove(f"container {c['Id'][:12]}", partial(api.remove_container, c["Id"], force=True, v=True))
+                remove(f"container {c['Id'][:12]}", partial(api.remove_container, c["Id"], force=True, v=True), failed)
                 counts["containers"] += 1
             for n in api.networks(filters=flt):  # type: ignore[no-untyped-call]
-                remove(f"network {n['Id'][:12]}", partial(api.remove_network, n["Id"]))
+                remove(f"network {n['Id'][:12]}", partial(api.remove_network, n["Id"]), failed)
                 counts["networks"] += 1
             for v in api.volumes(filters=flt).get("Volumes") or []:
-                remove(f"volume {v['Name']}", partial(api.remove_volume, v["Name"], force=True))
+                remove(f"volume {v['Name']}", partial(api.remove_volume, v["Name"], force=True), failed)
                 counts["volumes"] += 1
-            left: list[str] = []
+            still: list[tuple[str, Any, str]] = []
             if failed:
                 time.sleep(CLEANUP_RETRY_SECONDS)
-            for what, fn in failed:
-                try:
-                    fn()
-                except docker.errors.NotFound:
-                    pass
-                except docker.errors.APIError as exc:
-                    left.append(f"{what} ({str(exc)[:200]})")
-        if left:
-            raise CleanupIncomplete(f"could not remove: {'; '.join(left)}")
+            for what, fn, _ in failed:
+                remove(what, fn, still)
+        if still:
+            raise CleanupIncomplete("could not remove: " + "; ".join(f"{what} ({why})" for what, _, why in still))
         return counts
 
 
