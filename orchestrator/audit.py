@@ -19,12 +19,12 @@ from orchestrator.atif import ATIF_NAME, read_atif_rollout
 from orchestrator.episode import now_iso, write_json
 from orchestrator.evidence import Fault, FormatError, load_json, validate
 from orchestrator.evidence.bulk import gc_paused
-from orchestrator.evidence.jsonread import JsonFault, read_bytes
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report.output import write_streamed
 from orchestrator.report.summary import SummaryBuilder
-from orchestrator.runtime.collect import Collection, Finding
+from orchestrator.runtime.collect import Collection, CollectLimits, Finding
 from orchestrator.scenarios import list_scenarios
 from orchestrator.suite import OutputExists
 from orchestrator.treehash import TreeHashes, write_audit_record
@@ -34,18 +34,13 @@ log = structlog.get_logger(__name__)
 
 __all__ = ["AuditResult", "InputChanged", "SavedResults", "audit", "episode_names", "find_episodes"]
 
-# Evidence copied into the audit directory, so its summary hashes the same files the verdicts rest on.
-_COPIED = (
-    "witness.jsonl",
-    "rollout.json",
-    "runtime.json",
-    "scenario.json",
-    "harness.log",
-    "proxy.log",
-    "native",
-    "markers",
-    ATIF_NAME,
-)
+# Evidence copied into the audit directory, so its summary hashes the same files the verdicts rest on. What a run
+# collected out of its containers is copied under the caps its collection drew on, in its order (a log's bytes
+# count, not its file), so an untouched run's evidence is copied whole; what a run writes itself (the rollout, of
+# any size a reader takes) is copied file by file, each up to the JSON reader's cap.
+_COLLECTED = ("harness.log", "native", "proxy.log", "witness.jsonl", "markers")
+_LOGS = ("harness.log", "proxy.log")
+_WRITTEN = ("rollout.json", "runtime.json", "scenario.json", ATIF_NAME)
 ROLLOUT_FORMATS = ("probe", "atif")
 
 
@@ -120,12 +115,18 @@ def find_episodes(source: Path) -> list[tuple[str, str, Path]]:
     return [(h, s, source / h / s) for h, s in episode_names(source)]
 
 
-def _copy(src: Path, dest: Path) -> Collection:
+def _copy(src: Path, dest: Path, limits: CollectLimits) -> Collection:
     """The evidence, copied as a run collects it: regular files and folders only, under the same caps."""
     dest.mkdir(parents=True)
-    copied = Collection()
-    for name in _COPIED:
-        copied.copy_tree(src / name, dest / name, name)
+    copied = Collection(limits)
+    for name in _COLLECTED:
+        copied.copy_tree(src / name, dest / name, name, log=name in _LOGS)
+    for name in _WRITTEN:
+        # Each under a cap of its own: what the JSON reader would refuse whole is not copied either.
+        alone = Collection(CollectLimits(max_bytes=MAX_FILE_BYTES, max_files=1))
+        alone.copy_tree(src / name, dest / name, name)
+        for finding in alone.findings:
+            copied.note(finding)
     return copied
 
 
@@ -175,8 +176,9 @@ def _audit_episode(
     suite: dict[str, Any],
     harness: Harness | None,
     rollout_format: str = "probe",
+    limits: CollectLimits | None = None,
 ) -> dict[str, Any]:
-    copied = _copy(src, dest.root)
+    copied = _copy(src, dest.root, limits or CollectLimits())
     old: dict[str, Any] | None = None
     try:
         old = load_json(src / "scenario_result.json", "scenario-result/v1")
@@ -244,10 +246,11 @@ def _audit_or_error(
     suite: dict[str, Any],
     harness: Harness | None,
     rollout_format: str,
+    limits: CollectLimits | None,
 ) -> dict[str, Any]:
     """One episode's audit; anything it raises becomes that episode's `error`, with the traceback beside it."""
     try:
-        return _audit_episode(harness_name, scenario_name, src, dest, suite, harness, rollout_format)
+        return _audit_episode(harness_name, scenario_name, src, dest, suite, harness, rollout_format, limits)
     except Exception as exc:
         dest.root.mkdir(parents=True, exist_ok=True)
         (dest.root / "audit-error.txt").write_text(traceback.format_exc())
@@ -264,10 +267,18 @@ def _audit_or_error(
         gc.unfreeze()
 
 
-def audit(source: Path, output: Path, harness: Harness | None = None, rollout_format: str = "probe") -> AuditResult:
+def audit(
+    source: Path,
+    output: Path,
+    harness: Harness | None = None,
+    rollout_format: str = "probe",
+    limits: CollectLimits | None = None,
+) -> AuditResult:
     """Re-check every saved episode under `source` into the new directory `output`, then write the reports.
 
     rollout_format "atif" reads each episode's rollout from its ATIF trajectory.json (or native/**/trajectory.json).
+    limits: the collection caps the saved runs drew on (a run's defaults when not given); the evidence they
+    collected is copied under them again.
     """
     if rollout_format not in ROLLOUT_FORMATS:
         raise ValueError(f"unknown rollout format {rollout_format!r} (known: {', '.join(ROLLOUT_FORMATS)})")
@@ -281,7 +292,7 @@ def audit(source: Path, output: Path, harness: Harness | None = None, rollout_fo
         raise FormatError(str(source), [Fault("$", "no episodes found (expected <harness>/<scenario>/scenario.json)")])
     before = TreeHashes(source)
     try:
-        code = _audit_all(source, output, episodes, before, harness, rollout_format)
+        code = _audit_all(source, output, episodes, before, harness, rollout_format, limits)
     finally:
         before.close()
     return AuditResult(output, SavedResults(RunPaths(output), episodes), code)
@@ -294,6 +305,7 @@ def _audit_all(
     before: TreeHashes,
     harness: Harness | None,
     rollout_format: str,
+    limits: CollectLimits | None,
 ) -> int:
     suite = _suite(source, episodes)
     output.mkdir(parents=True)
@@ -311,7 +323,8 @@ def _audit_all(
                     "episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name
                 )
             log.info("auditing", harness=h, scenario=s)
-            builder.add(_audit_or_error(h, s, ep, RunPaths(output).episode(h, s), suite, harness, rollout_format))
+            dest = RunPaths(output).episode(h, s)
+            builder.add(_audit_or_error(h, s, ep, dest, suite, harness, rollout_format, limits))
         return _finish(source, output, episodes, before, builder, harness, rollout_format, started)
     finally:
         builder.close()

@@ -10,6 +10,7 @@ import typer
 from orchestrator.cli.run import parse_harness_args
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses import get_harness
+from orchestrator.runtime.collect import CollectLimits
 from orchestrator.suite import EXIT_ERROR, OutputExists
 
 
@@ -33,6 +34,22 @@ def audit_command(
             "one the harness wrote in native/) and check it against the witness.",
         ),
     ] = "probe",
+    collect_max_bytes: Annotated[
+        int,
+        typer.Option(
+            "--collect-max-bytes",
+            min=0,
+            help="The byte cap the saved runs collected under (their --collect-max-bytes).",
+        ),
+    ] = CollectLimits.max_bytes,
+    collect_max_files: Annotated[
+        int,
+        typer.Option(
+            "--collect-max-files",
+            min=0,
+            help="The file cap the saved runs collected under (their --collect-max-files).",
+        ),
+    ] = CollectLimits.max_files,
 ) -> None:
     """Re-check saved episodes (witness + rollout, or witness + native logs with --harness), with no Docker.
 
@@ -43,7 +60,8 @@ def audit_command(
 
     try:
         h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None
-        res = audit(source, output, h, rollout_format)
+        limits = CollectLimits(max_bytes=collect_max_bytes, max_files=collect_max_files)
+        res = audit(source, output, h, rollout_format, limits)
     except (KeyError, ValueError, FormatError, OutputExists, InputChanged) as exc:
         typer.echo(f"harness-probe: {str(exc).strip(chr(39))}", err=True)
         raise typer.Exit(EXIT_ERROR) from None

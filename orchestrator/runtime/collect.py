@@ -83,34 +83,39 @@ class Collection:
         finally:
             os.close(root)
 
-    def copy_tree(self, src: Path, dest: Path, where: str) -> None:
+    def copy_tree(self, src: Path, dest: Path, where: str, log: bool = False) -> None:
         """Copy a saved file or folder as extract() would: regular files and folders only, never through a link.
 
         Below src and dest every entry is reached by name from its folder's descriptor (O_NOFOLLOW): no path is
         resolved again per file (a folder may hold 100,000), and a folder swapped for a link is not entered.
+        `log`: a log file that save_log wrote, which drew on the byte cap only; its file is not counted again.
         """
         try:
             folder = os.open(src.parent, _O_PARENT)
         except FileNotFoundError:
             return
         try:
-            self._copy_node(folder, src.name, dest.parent, dest.name, where)
+            self._copy_node(folder, src.name, dest.parent, dest.name, where, log)
         except Stop as stop:
             self.note(stop.finding)
         finally:
             os.close(folder)
 
-    def _copy_node(self, folder: int, name: str, into: int | Path, dest_name: str, where: str) -> None:
+    def _copy_node(
+        self, folder: int, name: str, into: int | Path, dest_name: str, where: str, log: bool = False
+    ) -> None:
         try:
             st = os.stat(name, dir_fd=folder, follow_symlinks=False)
         except FileNotFoundError:
             return
         if self.remaining_seconds() <= 0:
             raise Stop("time_cap", where, f"collection time cap ({self.limits.seconds:g}s) reached")
-        if self.files >= self.limits.max_files:
-            raise Stop("file_cap", where, f"file count cap ({self.limits.max_files}) reached; the rest not copied")
-        self.files += 1
         mode = st.st_mode
+        # A folder in a log's place is counted as any folder is: it could hold any number of files.
+        if not (log and stat.S_ISREG(mode)):
+            if self.files >= self.limits.max_files:
+                raise Stop("file_cap", where, f"file count cap ({self.limits.max_files}) reached; the rest not copied")
+            self.files += 1
         if stat.S_ISDIR(mode):
             with _folder(into) as dest:
                 os.mkdir(dest_name, dir_fd=dest)
@@ -155,18 +160,27 @@ class Collection:
             with _folder(into) as dest:
                 out = os.open(dest_name, O_NEW, 0o644, dir_fd=dest)
             try:
-                left = self.limits.max_bytes - self.copied
-                while piece := os.read(fd, min(CHUNK, left + 1)):
-                    if len(piece) > left:
-                        self.note(Finding("over_cap_file", where, "grew past the byte cap while copied; cut"))
-                        break
-                    os.write(out, piece)
-                    self.copied += len(piece)
-                    left -= len(piece)
+                self._copy_bytes(fd, out, where)
             finally:
                 os.close(out)
         finally:
             os.close(fd)
+
+    def _copy_bytes(self, fd: int, out: int, where: str) -> None:
+        """fd's bytes to out up to the byte cap; a file that grew past it since its size was read is cut there."""
+        left = self.limits.max_bytes - self.copied
+        while piece := os.read(fd, min(CHUNK, left + 1)):
+            if len(piece) > left:
+                os.write(out, piece[:left])
+                return self._cut(left, where)
+            os.write(out, piece)
+            self.copied += len(piece)
+            left -= len(piece)
+        return None
+
+    def _cut(self, kept: int, where: str) -> None:
+        self.copied += kept
+        self.note(Finding("over_cap_file", where, "grew past the byte cap while copied; cut at the cap"))
 
     def save_log(self, chunks: Iterable[bytes], dest: Path, share: float = 0.125) -> None:
         """Write a log stream keeping its head and its tail (at most `share` of the byte cap), marking any cut."""

@@ -10,6 +10,7 @@ import pytest
 import orchestrator.audit as audit_mod
 from orchestrator.audit import InputChanged, audit
 from orchestrator.evidence import load_json
+from orchestrator.runtime.collect import CollectLimits
 from orchestrator.suite import OutputExists
 from tests.unit.checks.conftest import FIXTURES
 
@@ -42,6 +43,48 @@ def test_audit_finds_a_lie_in_a_saved_rollout(tmp_path: Path) -> None:
     assert res.exit_code == 1
     failed = {c["id"] for c in res.results[0]["checks"] if c["status"] == "fail"}
     assert failed == {"outcome.final_answer"}
+
+
+def test_a_run_s_own_files_do_not_draw_on_what_its_collection_could_copy(tmp_path: Path) -> None:
+    # The caps exactly full with what a run collects: the witness, the markers and the harness's log (whose bytes
+    # count, not its file). The rollout, scenario and runtime files the run wrote itself must still be copied, and
+    # every marker: a 100,000-call episode's own rollout beside its witness is past the byte cap a run drew on.
+    src = _layout(tmp_path, "tool_success")
+    ep = src / "reference" / "tool_success"
+    (ep / "harness.log").write_text("the harness's own words\n")
+    (ep / "runtime.json").write_text("{}\n")
+    markers = sorted((ep / "markers").iterdir())
+    collected = sum(p.stat().st_size for p in [ep / "witness.jsonl", ep / "harness.log", *markers])
+    limits = CollectLimits(max_bytes=collected, max_files=2 + len(markers))  # the witness, the markers folder, each
+    res = audit(src, tmp_path / "out", limits=limits)
+    assert [r["verdict"] for r in res.results] == ["pass"]
+    result = res.results[0]
+    assert result["collection"]["findings"] == []
+    assert (result["collection"]["bytes"], result["collection"]["files"]) == (collected, limits.max_files)
+    for name in (
+        "rollout.json",
+        "scenario.json",
+        "runtime.json",
+        "harness.log",
+        *(f"markers/{m.name}" for m in markers),
+    ):
+        assert (tmp_path / "out" / "reference" / "tool_success" / name).is_file(), name
+    # One byte or one file less and the run's evidence no longer fits, as it would not have in the run.
+    res = audit(src, tmp_path / "out2", limits=CollectLimits(max_bytes=collected - 1, max_files=limits.max_files))
+    assert [f["kind"] for f in res.results[0]["collection"]["findings"]] == ["over_cap_file"]
+    res = audit(src, tmp_path / "out3", limits=CollectLimits(max_bytes=collected, max_files=limits.max_files - 1))
+    assert [f["kind"] for f in res.results[0]["collection"]["findings"]] == ["file_cap"]
+
+
+def test_a_rollout_past_the_reader_s_cap_is_not_copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = _layout(tmp_path, "tool_success")
+    size = (src / "reference" / "tool_success" / "rollout.json").stat().st_size
+    monkeypatch.setattr(audit_mod, "MAX_FILE_BYTES", size - 1)
+    res = audit(src, tmp_path / "out")
+    result = res.results[0]
+    assert [(f["kind"], f["path"]) for f in result["collection"]["findings"]] == [("over_cap_file", "rollout.json")]
+    assert "rollout" in result["inputs_unavailable"] and result["verdict"] == "fail"
+    assert not (tmp_path / "out" / "reference" / "tool_success" / "rollout.json").exists()
 
 
 def test_an_input_changing_during_the_audit_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

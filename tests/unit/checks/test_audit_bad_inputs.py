@@ -140,3 +140,13 @@ def test_links_fifos_and_loops_in_native_are_never_followed(tmp_path: Path) -> N
     record = json.loads((out / "audit.json").read_text())
     assert "reference/tool_success/native/real.txt" in record["inputs"]
     assert "reference/tool_success/native/canary" not in record["inputs"]  # a link: never read, never hashed
+
+
+def test_the_collection_caps_of_the_saved_run_are_given_on_the_command_line(tmp_path: Path) -> None:
+    # Two files: the witness and the markers folder; the markers themselves are past the cap.
+    code, err = _run(tmp_path, lambda src, ep: None, "--collect-max-files", "2")
+    assert code == 1, err[-2000:]
+    result = load_json(tmp_path / "out" / "reference" / "tool_success" / "scenario_result.json", "scenario-result/v1")
+    assert [f["kind"] for f in result["collection"]["findings"]] == ["file_cap"]
+    assert result["collection"]["limits"]["max_files"] == 2
+    assert not any((tmp_path / "out" / "reference" / "tool_success" / "markers").iterdir())

@@ -10,9 +10,11 @@ import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+import orchestrator.runtime.collect as collect_mod
 from orchestrator.runtime.collect import Collection, CollectLimits
 
 
@@ -220,6 +222,7 @@ def test_host_rss_stays_small_for_a_huge_file(tmp_path: Path) -> None:
     code = f"""
 import resource, tarfile
 from pathlib import Path
+import orchestrator.runtime.collect as collect_mod
 from orchestrator.runtime.collect import Collection, CollectLimits
 info = tarfile.TarInfo("big"); info.size = 200 << 20
 def gen():
@@ -237,3 +240,37 @@ print(hwm, c.copied)
     assert copied == 200 << 20
     assert rss_kib < 150 * 1024, f"peak RSS {rss_kib} KiB"  # under the 200 MiB written: it was streamed
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+def test_copy_tree_copies_every_byte(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    data = os.urandom(300_000)
+    (src / "big.bin").write_bytes(data)
+    (src / "sub" / "empty").write_bytes(b"")
+    (src / "sub" / "small").write_bytes(b"x")
+    c = Collection(CollectLimits(max_bytes=300_001, max_files=10))
+    c.copy_tree(src, tmp_path / "dest", "src")
+    assert _files(tmp_path / "dest") == {"big.bin": data, "sub/empty": b"", "sub/small": b"x"}
+    assert (c.copied, c.files, c.findings) == (300_001, 5, [])
+
+
+def test_a_file_grown_past_the_cap_while_copied_is_cut_at_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its size was read as under the cap; by the time it is copied it holds more.
+    (tmp_path / "src").mkdir()
+    data = os.urandom(200_000)
+    (tmp_path / "src" / "log").write_bytes(data)
+    real_stat = os.stat
+
+    def stale(*args: object, **kwargs: object) -> object:
+        st = real_stat(*args, **kwargs)  # type: ignore[arg-type]
+        return SimpleNamespace(st_mode=st.st_mode, st_size=10) if str(args[0]) == "log" else st
+
+    monkeypatch.setattr(collect_mod.os, "stat", stale)
+    c = Collection(CollectLimits(max_bytes=150_000, max_files=10))
+    c.copy_tree(tmp_path / "src", tmp_path / "dest", "src")
+    assert (tmp_path / "dest" / "log").read_bytes() == data[:150_000]
+    assert c.copied == 150_000
+    assert _kinds(c) == [("over_cap_file", "src/log")]
