@@ -35,11 +35,11 @@ log = structlog.get_logger(__name__)
 __all__ = ["AuditResult", "InputChanged", "SavedResults", "audit", "episode_names", "find_episodes"]
 
 # Evidence copied into the audit directory, so its summary hashes the same files the verdicts rest on. What a run
-# collected out of its containers is copied under the caps its collection drew on, in its order (a log's bytes
-# count, not its file), so an untouched run's evidence is copied whole; what a run writes itself (the rollout, of
+# collected out of its containers is copied under the caps its collection drew on, counted as it counted them and
+# in its order, so an untouched run's evidence is copied whole; what a run writes itself (the rollout, of
 # any size a reader takes) is copied file by file, each up to the JSON reader's cap.
 _COLLECTED = ("harness.log", "native", "proxy.log", "witness.jsonl", "markers")
-_LOGS = ("harness.log", "proxy.log")
+_UNCOUNTED = ("harness.log", "native", "proxy.log")  # a run counted what they hold, not themselves
 _WRITTEN = ("rollout.json", "runtime.json", "scenario.json", ATIF_NAME)
 ROLLOUT_FORMATS = ("probe", "atif")
 
@@ -120,7 +120,7 @@ def _copy(src: Path, dest: Path, limits: CollectLimits) -> Collection:
     dest.mkdir(parents=True)
     copied = Collection(limits)
     for name in _COLLECTED:
-        copied.copy_tree(src / name, dest / name, name, log=name in _LOGS)
+        copied.copy_tree(src / name, dest / name, name, counted=name not in _UNCOUNTED)
     for name in _WRITTEN:
         # Each under a cap of its own: what the JSON reader would refuse whole is not copied either.
         alone = Collection(CollectLimits(max_bytes=MAX_FILE_BYTES, max_files=1))

@@ -83,26 +83,27 @@ class Collection:
         finally:
             os.close(root)
 
-    def copy_tree(self, src: Path, dest: Path, where: str, log: bool = False) -> None:
+    def copy_tree(self, src: Path, dest: Path, where: str, counted: bool = True) -> None:
         """Copy a saved file or folder as extract() would: regular files and folders only, never through a link.
 
         Below src and dest every entry is reached by name from its folder's descriptor (O_NOFOLLOW): no path is
         resolved again per file (a folder may hold 100,000), and a folder swapped for a link is not entered.
-        `log`: a log file that save_log wrote, which drew on the byte cap only; its file is not counted again.
+        `counted=False`: src itself is not counted as a file (what is below it is), as a run counted neither a log
+        that save_log wrote (its bytes only) nor the folder it made to extract native logs into.
         """
         try:
             folder = os.open(src.parent, _O_PARENT)
         except FileNotFoundError:
             return
         try:
-            self._copy_node(folder, src.name, dest.parent, dest.name, where, log)
+            self._copy_node(folder, src.name, dest.parent, dest.name, where, counted)
         except Stop as stop:
             self.note(stop.finding)
         finally:
             os.close(folder)
 
     def _copy_node(
-        self, folder: int, name: str, into: int | Path, dest_name: str, where: str, log: bool = False
+        self, folder: int, name: str, into: int | Path, dest_name: str, where: str, counted: bool = True
     ) -> None:
         try:
             st = os.stat(name, dir_fd=folder, follow_symlinks=False)
@@ -111,8 +112,7 @@ class Collection:
         if self.remaining_seconds() <= 0:
             raise Stop("time_cap", where, f"collection time cap ({self.limits.seconds:g}s) reached")
         mode = st.st_mode
-        # A folder in a log's place is counted as any folder is: it could hold any number of files.
-        if not (log and stat.S_ISREG(mode)):
+        if counted:
             if self.files >= self.limits.max_files:
                 raise Stop("file_cap", where, f"file count cap ({self.limits.max_files}) reached; the rest not copied")
             self.files += 1

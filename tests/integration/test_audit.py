@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.audit import _copy
 from orchestrator.report import without_timestamps
+from orchestrator.runtime.collect import CollectLimits
 from tests.integration.conftest import Images, hp
 
 pytestmark = pytest.mark.docker
@@ -32,3 +34,9 @@ def test_audit_of_a_copied_run_reproduces_the_summary(images: Images, tmp_path: 
             a = (tmp_path / name / "reference" / ep / "scenario_result.json").read_bytes()
             assert a == (run / "reference" / ep / "scenario_result.json").read_bytes()
         assert (tmp_path / name / "report.html").is_file() and (tmp_path / name / "junit.xml").is_file()
+    # The audit's copy counts a run's evidence as the run's collection counted it, file for file and byte for byte:
+    # what the run copied whole under its caps, the audit copies whole under the same caps.
+    for ep in ("tool_success", "retry_429"):
+        record = json.loads((run / "reference" / ep / "scenario_result.json").read_text())["collection"]
+        again = _copy(copied / "reference" / ep, tmp_path / "recount" / ep, CollectLimits())
+        assert (again.files, again.copied, again.findings) == (record["files"], record["bytes"], [])

@@ -46,16 +46,20 @@ def test_audit_finds_a_lie_in_a_saved_rollout(tmp_path: Path) -> None:
 
 
 def test_a_run_s_own_files_do_not_draw_on_what_its_collection_could_copy(tmp_path: Path) -> None:
-    # The caps exactly full with what a run collects: the witness, the markers and the harness's log (whose bytes
-    # count, not its file). The rollout, scenario and runtime files the run wrote itself must still be copied, and
-    # every marker: a 100,000-call episode's own rollout beside its witness is past the byte cap a run drew on.
+    # The caps exactly full with what a run collects, counted as it counts: the harness's log (its bytes, not its
+    # file), the native logs' folder and file (not native/ itself, which the run made), the witness, the markers
+    # folder and each marker. The rollout, scenario and runtime files the run wrote itself must still be copied,
+    # and every marker: a 100,000-call episode's own rollout beside its witness is past the byte cap a run drew on.
     src = _layout(tmp_path, "tool_success")
     ep = src / "reference" / "tool_success"
     (ep / "harness.log").write_text("the harness's own words\n")
     (ep / "runtime.json").write_text("{}\n")
+    native = ep / "native" / ".probe-reference" / "log.jsonl"
+    native.parent.mkdir(parents=True)
+    native.write_text("{}\n")
     markers = sorted((ep / "markers").iterdir())
-    collected = sum(p.stat().st_size for p in [ep / "witness.jsonl", ep / "harness.log", *markers])
-    limits = CollectLimits(max_bytes=collected, max_files=2 + len(markers))  # the witness, the markers folder, each
+    collected = sum(p.stat().st_size for p in [ep / "witness.jsonl", ep / "harness.log", native, *markers])
+    limits = CollectLimits(max_bytes=collected, max_files=2 + 2 + len(markers))
     res = audit(src, tmp_path / "out", limits=limits)
     assert [r["verdict"] for r in res.results] == ["pass"]
     result = res.results[0]
@@ -66,6 +70,7 @@ def test_a_run_s_own_files_do_not_draw_on_what_its_collection_could_copy(tmp_pat
         "scenario.json",
         "runtime.json",
         "harness.log",
+        "native/.probe-reference/log.jsonl",
         *(f"markers/{m.name}" for m in markers),
     ):
         assert (tmp_path / "out" / "reference" / "tool_success" / name).is_file(), name
