@@ -6,8 +6,9 @@ seconds (CPU is the honest figure on a shared machine) against its target; targe
 The 100,000-call rollout is audited from two sources: one marker file per tool call (100,000 files, more than a
 run ever saves), and the episode as a run saves it, with the markers its collection's file cap let it copy. The
 whole audit's CPU is split into user and system time: system time is mostly the file system creating the copy's
-files, which on ext4 varies several-fold with what was deleted on the disk in the minutes before (the inode
-allocator passes over recently freed inodes one by one), whatever the audit's own code does.
+files, which on ext4 without a journal (as on the machine these figures were taken on) varies several-fold with
+what was deleted on the disk in the minutes before (its inode allocator passes over recently freed inodes one by
+one), whatever the audit's own code does.
 """
 
 from __future__ import annotations

@@ -222,7 +222,6 @@ def test_host_rss_stays_small_for_a_huge_file(tmp_path: Path) -> None:
     code = f"""
 import resource, tarfile
 from pathlib import Path
-import orchestrator.runtime.collect as collect_mod
 from orchestrator.runtime.collect import Collection, CollectLimits
 info = tarfile.TarInfo("big"); info.size = 200 << 20
 def gen():
