@@ -175,10 +175,10 @@ def _audit_episode(
     dest: EpisodePaths,
     suite: dict[str, Any],
     harness: Harness | None,
-    rollout_format: str = "probe",
-    limits: CollectLimits | None = None,
+    rollout_format: str,
+    limits: CollectLimits,
 ) -> dict[str, Any]:
-    copied = _copy(src, dest.root, limits or CollectLimits())
+    copied = _copy(src, dest.root, limits)
     old: dict[str, Any] | None = None
     try:
         old = load_json(src / "scenario_result.json", "scenario-result/v1")
@@ -246,7 +246,7 @@ def _audit_or_error(
     suite: dict[str, Any],
     harness: Harness | None,
     rollout_format: str,
-    limits: CollectLimits | None,
+    limits: CollectLimits,
 ) -> dict[str, Any]:
     """One episode's audit; anything it raises becomes that episode's `error`, with the traceback beside it."""
     try:
@@ -292,7 +292,7 @@ def audit(
         raise FormatError(str(source), [Fault("$", "no episodes found (expected <harness>/<scenario>/scenario.json)")])
     before = TreeHashes(source)
     try:
-        code = _audit_all(source, output, episodes, before, harness, rollout_format, limits)
+        code = _audit_all(source, output, episodes, before, harness, rollout_format, limits or CollectLimits())
     finally:
         before.close()
     return AuditResult(output, SavedResults(RunPaths(output), episodes), code)
@@ -305,7 +305,7 @@ def _audit_all(
     before: TreeHashes,
     harness: Harness | None,
     rollout_format: str,
-    limits: CollectLimits | None,
+    limits: CollectLimits,
 ) -> int:
     suite = _suite(source, episodes)
     output.mkdir(parents=True)

@@ -160,27 +160,21 @@ class Collection:
             with _folder(into) as dest:
                 out = os.open(dest_name, O_NEW, 0o644, dir_fd=dest)
             try:
-                self._copy_bytes(fd, out, where)
+                left = self.limits.max_bytes - self.copied
+                while piece := os.read(fd, min(CHUNK, left + 1)):
+                    kept = piece[:left]  # the file grew since its size was read: what is past the cap is cut off
+                    os.write(out, kept)
+                    self.copied += len(kept)
+                    left -= len(kept)
+                    if len(kept) < len(piece):
+                        self.note(
+                            Finding("over_cap_file", where, "grew past the byte cap while copied; cut at the cap")
+                        )
+                        break
             finally:
                 os.close(out)
         finally:
             os.close(fd)
-
-    def _copy_bytes(self, fd: int, out: int, where: str) -> None:
-        """fd's bytes to out up to the byte cap; a file that grew past it since its size was read is cut there."""
-        left = self.limits.max_bytes - self.copied
-        while piece := os.read(fd, min(CHUNK, left + 1)):
-            if len(piece) > left:
-                os.write(out, piece[:left])
-                return self._cut(left, where)
-            os.write(out, piece)
-            self.copied += len(piece)
-            left -= len(piece)
-        return None
-
-    def _cut(self, kept: int, where: str) -> None:
-        self.copied += kept
-        self.note(Finding("over_cap_file", where, "grew past the byte cap while copied; cut at the cap"))
 
     def save_log(self, chunks: Iterable[bytes], dest: Path, share: float = 0.125) -> None:
         """Write a log stream keeping its head and its tail (at most `share` of the byte cap), marking any cut."""
