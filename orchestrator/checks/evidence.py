@@ -32,7 +32,11 @@ _BATCH = 256  # witness lines read and checked together: small enough to stay in
 
 def _arrival(attempt_id: str) -> tuple[int, str]:
     number = attempt_id.rpartition("-")[2]
-    return (int(number), attempt_id) if number.isdigit() else (1 << 62, attempt_id)
+    # ASCII digits only, and few enough for int(): str.isdigit also takes "²", and int() refuses it and numbers past
+    # 4,300 digits. Any other id sorts after every `attempt-<n>`.
+    if number.isascii() and number.isdigit() and len(number) <= 18:
+        return int(number), attempt_id
+    return 1 << 62, attempt_id
 
 
 # Deliveries (proxy_addons/delivery_*.py) after which no tool result ever comes back to the model.

@@ -168,3 +168,19 @@ def test_the_one_pass_reading_checks_every_batch_not_only_the_first() -> None:
         "default separators": json.dumps({**marker, "seq": late}).encode(),
     }.items():
         assert evidence_mod._as_proxy_wrote([*lines[:late], line, *lines[late + 1 :]]) is None, why
+
+
+@pytest.mark.parametrize(
+    "number", ["²", "٣", "9" * 5000, "", "x1"], ids=["superscript", "arabic-indic", "5000-digits", "empty", "letters"]
+)
+def test_an_attempt_id_int_refuses_sorts_last_not_a_crash(tmp_path: Path, number: str) -> None:
+    # A saved witness may carry any string as an attempt id; only `attempt-<ASCII digits>` has a place in the order.
+    events = _events()
+    first = next(e for e in events if e["event"] == "attempt")
+    odd = f"attempt-{number}"
+    first["attempt_id"] = odd
+    path = tmp_path / "witness.jsonl"
+    path.write_bytes(b"".join(_proxy_line(e) + b"\n" for e in events))
+    w = read_witness(path)
+    assert [a["attempt_id"] for a in w.attempts(None)][-1] == odd
+    assert len(w.attempts(None)) == sum(e["event"] == "attempt" for e in events)
