@@ -31,6 +31,18 @@ class Compaction:
         return f"{self.attempt['attempt_id']} dropped the results of {', '.join(self.dropped)} from its history"
 
 
+class _Unhashable:
+    """Where an object or array stands in a key's place: equal to nothing, not even another of its kind."""
+
+
+def _key(value: Any) -> Any:
+    return _Unhashable() if isinstance(value, (dict, list)) else value
+
+
+def _keys(value: Any) -> list[Any]:
+    return [_key(v) for v in value] if isinstance(value, list) else []
+
+
 def _dicts(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
@@ -104,23 +116,32 @@ def compaction_recorded(ev: Evidence) -> list[str]:
     records = _dicts(ev.r.get("compactions"))
     if not records:
         return [f"the wire shows compaction ({wire[0].describe()}) but the rollout records none"]
-    calls = {c.get("model_call_id"): c for c in _dicts(ev.r.get("model_calls"))}
-    owned = {inv.get("invocation_id"): set(inv.get("model_call_refs") or []) for inv in _dicts(ev.r.get("invocations"))}
-    steps = {s.get("step_no") for s in _dicts(ev.r.get("steps"))}
+    # Ids and step numbers are looked up as keys: an object or array in their place (it depends on no schema
+    # check) names nothing recorded, rather than failing the lookup.
+    calls = {_key(c.get("model_call_id")): c for c in _dicts(ev.r.get("model_calls"))}
+    owned = {
+        _key(inv.get("invocation_id")): set(_keys(inv.get("model_call_refs")))
+        for inv in _dicts(ev.r.get("invocations"))
+    }
+    steps = {_key(s.get("step_no")) for s in _dicts(ev.r.get("steps"))}
     reasons: list[str] = []
     named: set[str] = set()
     for i, rec in enumerate(records):
         where = f"compactions[{i}]"
-        if rec.get("step_no") not in steps:
+        if _key(rec.get("step_no")) not in steps:
             reasons.append(f"{where}: step_no {rec.get('step_no')!r} is not a recorded step")
-        if rec.get("invocation_id") not in owned:
+        if _key(rec.get("invocation_id")) not in owned:
             reasons.append(f"{where}: invocation_id {rec.get('invocation_id')!r} is not a recorded invocation")
-        for ref in rec.get("model_call_refs") or []:
-            call = calls.get(ref)
+        refs = rec.get("model_call_refs")
+        if not isinstance(refs, list):
+            reasons.append(f"{where}: model_call_refs {refs!r} is not an array of call ids")
+            refs = []
+        for ref in refs:
+            call = calls.get(_key(ref))
             if call is None:
                 reasons.append(f"{where}: model call {ref!r} is not recorded")
                 continue
-            if ref not in owned.get(rec.get("invocation_id"), set()):
+            if _key(ref) not in owned.get(_key(rec.get("invocation_id")), set()):
                 reasons.append(f"{where}: model call {ref!r} is not owned by invocation {rec.get('invocation_id')!r}")
             if isinstance(call.get("response_id"), str):
                 named.add(call["response_id"])

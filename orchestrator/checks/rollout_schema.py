@@ -55,6 +55,13 @@ def _distinct(values: list[Any]) -> set[Any] | None:
         return None
 
 
+def _repeated(field: str, ids: list[Any], verb: str) -> list[str]:
+    """An id given more than once, counted among the non-blank strings: an object or array where an id belongs is
+    named by the field's own fault, and cannot be counted (it is not hashable)."""
+    counts = Counter(v for v in ids if isinstance(v, str) and v)
+    return [f"{field} {v!r} {verb} {n} times" for v, n in counts.items() if n > 1]
+
+
 def _unique_nonblank(ids: list[Any]) -> bool:
     """Whether every id is a non-blank string used once: the honest case, decided without a loop in Python."""
     distinct = set(ids) if set(map(type, ids)) <= {str} else set()
@@ -131,12 +138,11 @@ def calls_identity(ev: Evidence) -> list[str]:
     if _unique_nonblank(ids):
         return []
     reasons = [
-        f"$.model_calls[{i}].model_call_id: missing or blank"
+        f"$.model_calls[{i}].model_call_id: missing, blank or not a string"
         for i, v in enumerate(ids)
         if not (isinstance(v, str) and v)
     ]
-    reasons += [f"model_call_id {v!r} used {n} times" for v, n in Counter(ids).items() if n > 1 and v]
-    return reasons
+    return reasons + _repeated("model_call_id", ids, "used")
 
 
 @check(
@@ -272,9 +278,9 @@ def invocations_identity(ev: Evidence) -> list[str]:
     if not _all_valid(ev, invs, "/$defs/invocation"):
         for i, inv in enumerate(invs):
             reasons += _frag(ev, inv, "/$defs/invocation", f"$.invocations[{i}]")
-    ids = [inv.get("invocation_id") for inv in invs if isinstance(inv, dict)]
-    reasons += [f"invocation_id {v!r} used {n} times" for v, n in Counter(ids).items() if n > 1]
-    return reasons
+    return reasons + _repeated(
+        "invocation_id", [inv.get("invocation_id") for inv in invs if isinstance(inv, dict)], "used"
+    )
 
 
 @check(
@@ -348,9 +354,9 @@ def tools_record(ev: Evidence) -> list[str]:
             reasons.append(f"{at}.status: not reported")
         if t.get("output") is None:
             reasons.append(f"{at}.output: not recorded")
-    ids = [t.get("tool_call_id") for t in tools if isinstance(t, dict)]
-    reasons += [f"tool_call_id {v!r} recorded {n} times" for v, n in Counter(ids).items() if n > 1]
-    return reasons
+    return reasons + _repeated(
+        "tool_call_id", [t.get("tool_call_id") for t in tools if isinstance(t, dict)], "recorded"
+    )
 
 
 def _one_invocation_in_order(steps: list[dict[str, Any]]) -> bool:

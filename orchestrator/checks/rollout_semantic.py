@@ -213,13 +213,19 @@ def steps_attempt_accounting(ev: Evidence) -> list[str]:
 
     if decided(each_in_one_step):
         return []
-    counts = Counter(ref for st in _dicts(ev, "steps") for ref in st["model_call_refs"])
-    helpers = {ref for comp in _dicts(ev, "compactions") for ref in comp.get("model_call_refs") or []}
+    # Only string refs can name a call; anything else in a ref list (an object, an array) is not hashable either.
+    counts = Counter(ref for st in _dicts(ev, "steps") for ref in _string_refs(st))
+    helpers = {ref for comp in _dicts(ev, "compactions") for ref in _string_refs(comp)}
     return [
         f"call {c['model_call_id']}: in {counts.get(c['model_call_id'], 0)} steps, expected exactly {want}"
         for c in _dicts(ev, "model_calls")
         if counts.get(c["model_call_id"], 0) != (want := 0 if c["model_call_id"] in helpers else 1)
     ]
+
+
+def _string_refs(record: dict[str, Any]) -> list[str]:
+    refs = record.get("model_call_refs")
+    return [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []
 
 
 @check(
