@@ -205,15 +205,28 @@ class Collection:
             why = f"the log stream broke: {type(exc).__name__}: {exc}"
         body = b"".join(tail)[-(cap - half) :] if cap - half > 0 else b""
         cut = total - len(head) - len(body)
+        marker = b""
+        while cut > 0:
+            # The marker line is in the file, so it is counted against the cap as the log's own bytes are: the
+            # tail, then the head, give it room (a longer cut may need one more digit: measured again).
+            marker = f"\n[harness-probe: {cut} bytes cut here; log cap {cap} bytes]\n".encode()
+            over = len(head) + len(marker) + len(body) - cap
+            if over <= 0:
+                break
+            if over > len(head) + len(body):
+                marker = b""  # no room for it at all: the finding alone tells of the cut
+                break
+            from_body = min(over, len(body))
+            body, head = body[from_body:], head[: len(head) - (over - from_body)]
+            cut += over
+        if cut > 0:
+            self.note(Finding("log_cut", dest.name, f"{total} bytes logged, the middle {cut} bytes were cut"))
         with open(dest, "xb") as f:
-            f.write(head)
-            if cut > 0:
-                f.write(f"\n[harness-probe: {cut} bytes cut here; log cap {cap} bytes]\n".encode())
-                self.note(Finding("log_cut", dest.name, f"{total} bytes logged, the middle {cut} bytes were cut"))
-            f.write(body)
+            for part in (head, marker, body):
+                f.write(part)
         if why:
             self.note(Finding("log_incomplete", dest.name, why))
-        self.copied += len(head) + len(body)
+        self.copied += len(head) + len(marker) + len(body)
 
 
 @contextlib.contextmanager

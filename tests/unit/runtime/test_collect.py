@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -215,6 +216,31 @@ def test_logs_keep_head_and_tail_and_mark_the_cut(tmp_path: Path) -> None:
     small = Collection()
     small.save_log(iter([b"a\n", b"b\n"]), tmp_path / "small.log")
     assert (tmp_path / "small.log").read_bytes() == b"a\nb\n" and small.findings == []
+
+
+@pytest.mark.parametrize("left", [0, 40, 90, 700, 5000, 100_000])
+def test_a_cut_logs_marker_counts_against_the_cap(tmp_path: Path, left: int) -> None:
+    # The cap a run gave its logs is what its audit recounts from the files: the marker line is in the file, so
+    # it is within the cap and counted, and what it says was cut is exactly what is not in the file.
+    c = Collection(CollectLimits(max_bytes=200_000))
+    c.copied = 200_000 - left  # what earlier copies drew on the budget
+    lines = [f"line {i}\n".encode() for i in range(10_000)]
+    total = sum(map(len, lines))
+    c.save_log(iter(lines), tmp_path / "harness.log", share=0.125)
+    text = (tmp_path / "harness.log").read_bytes()
+    cap = min(max(512, 25_000), left)
+    assert len(text) <= cap
+    assert c.copied == 200_000 - left + len(text) <= 200_000
+    assert [f.kind for f in c.findings] == ["log_cut"]
+    cut = int(c.findings[0].reason.split("the middle ")[1].split()[0])
+    marker = re.search(rb"\n\[harness-probe: (\d+) bytes cut here; log cap (\d+) bytes\]\n", text)
+    if marker is None:  # no room for the line itself: the finding tells of the cut
+        assert len(text) + cut == total and len(text) < 80
+    else:
+        assert int(marker.group(1)) == cut and int(marker.group(2)) == cap
+        assert len(text) - len(marker.group(0)) + cut == total
+        assert text.startswith(b"line 0") or marker.start() == 0
+        assert text.endswith(b"line 9999\n") or marker.end() == len(text)
 
 
 def test_host_rss_stays_small_for_a_huge_file(tmp_path: Path) -> None:
