@@ -223,7 +223,7 @@ def _audit_episode(
             else:
                 rollout, why = read_rollout(dest.rollout)
                 result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
-            ev = collect_evidence(scenario, dest, rollout, why)
+            ev = collect_evidence(scenario, dest, rollout, why, limits.max_bytes)
             gc.freeze()
         # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
         ev.rollout_parsed = rollout_format == "probe"

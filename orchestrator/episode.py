@@ -387,7 +387,8 @@ def _finish(
             rollout, result["normalize"] = normalize_native(harness, paths.native, None, normalizer)
             if rollout is not None:
                 write_json(paths.rollout, rollout)
-            ev = collect_evidence(scenario.data, paths, rollout, result["normalize"]["message"])
+            collected = (collection.limits if collection is not None else CollectLimits()).max_bytes
+            ev = collect_evidence(scenario.data, paths, rollout, result["normalize"]["message"], collected)
             judge(result, scenario.data, ev)
         result["finished_at"] = now_iso()
         validate(result, "scenario-result/v1", "scenario_result")

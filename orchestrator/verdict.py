@@ -10,7 +10,7 @@ import structlog
 
 from orchestrator.checks import PROFILE, Evidence, Status, gate, read_witness, run_checks, scope_of
 from orchestrator.evidence import FormatError
-from orchestrator.evidence.jsonread import JsonFault, read_bytes, read_json
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes, read_json
 from orchestrator.harnesses import Harness, NormalizeError
 from orchestrator.harnesses.isolated import NormalizeBudget, Normalizer, normalize_isolated
 from orchestrator.paths import EpisodePaths
@@ -53,13 +53,19 @@ def read_rollout(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def collect_evidence(
-    scenario: dict[str, Any], paths: EpisodePaths, rollout: dict[str, Any] | None, why: str | None
+    scenario: dict[str, Any],
+    paths: EpisodePaths,
+    rollout: dict[str, Any] | None,
+    why: str | None,
+    collected_bytes: int = MAX_FILE_BYTES,
 ) -> Evidence:
+    """`collected_bytes`: the byte cap the witness was collected under; a witness it let through is read, however
+    far past the reader's usual cap it goes (a user who raised the cap asked for the memory it takes)."""
     ev = Evidence(scenario=scenario, rollout=rollout)
     if rollout is None:
         ev.errors["rollout"] = why or "no rollout"
     try:
-        ev.witness = read_witness(paths.witness)
+        ev.witness = read_witness(paths.witness, max(MAX_FILE_BYTES, collected_bytes))
     except FormatError as exc:
         ev.errors["witness"] = str(exc)
     if paths.markers.is_dir() and not paths.markers.is_symlink():

@@ -17,7 +17,7 @@ from orchestrator.evidence import (
     fragment_precheck,
 )
 from orchestrator.evidence.bulk import gc_paused
-from orchestrator.evidence.jsonread import JsonFault, compact_objects, loads, read_bytes
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, compact_objects, loads, read_bytes
 
 __all__ = ["Evidence", "Witness", "read_witness", "scope_of"]
 
@@ -119,10 +119,12 @@ class Witness:
         return answer if isinstance(answer, str) else None
 
 
-def read_witness(path: Path) -> Witness:
-    """Parse and validate witness.jsonl line by line; every fault is named `line N: $.path`."""
+def read_witness(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Witness:
+    """Parse and validate witness.jsonl line by line; every fault is named `line N: $.path`.
+
+    `max_bytes`: the largest file read (a run collecting under a higher byte cap reads what it collected)."""
     with gc_paused():  # hundreds of thousands of small dicts: no quadratic GC walks while they are built
-        return _read_witness(path)
+        return _read_witness(path, max_bytes)
 
 
 def _lines(raw: bytes) -> Sequence[str | bytes]:
@@ -165,9 +167,9 @@ def _as_proxy_wrote(lines: Sequence[str | bytes]) -> list[dict[str, Any]] | None
     return events
 
 
-def _read_witness(path: Path) -> Witness:
+def _read_witness(path: Path, max_bytes: int) -> Witness:
     try:
-        raw = read_bytes(path)
+        raw = read_bytes(path, max_bytes)
     except FileNotFoundError:
         raise FormatError(str(path), [Fault("$", "file does not exist")]) from None
     except JsonFault as exc:

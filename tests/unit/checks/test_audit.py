@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 import orchestrator.audit as audit_mod
+import orchestrator.verdict as verdict_mod
 from orchestrator.audit import InputChanged, audit
 from orchestrator.evidence import load_json
+from orchestrator.paths import RunPaths
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.suite import OutputExists
 from tests.unit.checks.conftest import FIXTURES
@@ -90,6 +92,22 @@ def test_a_rollout_past_the_reader_s_cap_is_not_copied(tmp_path: Path, monkeypat
     assert [(f["kind"], f["path"]) for f in result["collection"]["findings"]] == [("over_cap_file", "rollout.json")]
     assert "rollout" in result["inputs_unavailable"] and result["verdict"] == "fail"
     assert not (tmp_path / "out" / "reference" / "tool_success" / "rollout.json").exists()
+
+
+def test_a_witness_past_the_reader_s_usual_cap_is_read_under_a_higher_collection_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run given --collect-max-bytes above the reader's 256 MiB collects a witness that large: what it collected it
+    # reads, and so does its audit given the same cap (the usual cap stands for everyone else).
+    src = _layout(tmp_path, "tool_success")
+    size = (src / "reference" / "tool_success" / "witness.jsonl").stat().st_size
+    monkeypatch.setattr(verdict_mod, "MAX_FILE_BYTES", size - 1)  # the reader's usual cap, just under this witness
+    raised = audit(src, tmp_path / "raised", limits=CollectLimits(max_bytes=size * 10)).results[0]
+    assert raised["inputs_unavailable"] == {} and raised["verdict"] == "pass"
+    usual = verdict_mod.collect_evidence(
+        {}, RunPaths(tmp_path / "raised").episode("reference", "tool_success"), {}, None, 0
+    )
+    assert usual.witness is None and "more than the" in usual.errors["witness"]
 
 
 def test_an_input_changing_during_the_audit_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ from orchestrator.evidence import load_json
 from orchestrator.harnesses import get_harness
 from orchestrator.paths import EpisodePaths
 from orchestrator.runtime import PodRuntime, PodSpec
-from orchestrator.runtime.collect import Collection, Finding
+from orchestrator.runtime.collect import Collection, CollectLimits, Finding
 from orchestrator.scenarios import load_scenario
 
 
@@ -51,6 +51,30 @@ def test_a_recursion_error_while_checking_is_this_episodes_error(
     assert "RecursionError" in (paths.root / "check-error.txt").read_text()
     saved = load_json(paths.result, "scenario-result/v1")
     assert saved["collection"]["findings"][0]["kind"] == "symlink"
+
+
+def test_the_witness_is_read_under_the_collection_s_byte_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a run collected under a raised --collect-max-bytes, it reads: the cap reaches the witness reader.
+    seen: list[int] = []
+
+    def collect(*args: Any) -> Any:
+        seen.append(args[4])
+        raise RuntimeError("enough")
+
+    monkeypatch.setattr(
+        verdict, "normalize_native", lambda *_: ({"schema": "probe-rollout/v1"}, {"status": "ok", "message": None})
+    )
+    monkeypatch.setattr(verdict, "collect_evidence", collect)
+    execution = {"status": "exited", "exit_code": 0, "seconds": 1.0, "timeout_seconds": 60.0, "error": None}
+    for i, cap in enumerate([1 << 30, 1000]):
+        paths = EpisodePaths(tmp_path / f"ep{i}")
+        paths.root.mkdir()
+        collection = Collection(CollectLimits(max_bytes=cap))
+        scenario = load_scenario("tool_success")
+        episode._finish(
+            paths, get_harness("reference"), scenario, "r", "e", episode.now_iso(), execution, True, collection
+        )
+    assert seen == [1 << 30, 1000]
 
 
 def test_nan_is_never_written(tmp_path: Path) -> None:
