@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,9 @@ from typing import Any
 from orchestrator.atif.read import atif_to_rollout
 from orchestrator.atif.validate import load_atif, validate_atif
 from orchestrator.atif.write import rollout_to_atif
-from orchestrator.evidence import FormatError
+from orchestrator.evidence import FormatError, faults
+from orchestrator.evidence.jsonread import JsonFault, read_json
+from orchestrator.runtime.collect import Collection
 
 __all__ = ["ATIF_NAME", "ExportResult", "export_atif", "find_atif", "read_atif_rollout"]
 
@@ -48,25 +49,42 @@ class ExportResult:
 
 
 def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: str = "ATIF-v1.8") -> ExportResult:
-    """Write OUTPUT/<harness>/<scenario>/trajectory.json per episode with a rollout, plus its witness evidence."""
+    """Write OUTPUT/<harness>/<scenario>/trajectory.json per episode with a rollout, plus its witness evidence.
+
+    A saved run may hold anything: a rollout that is not a valid probe-rollout/v1 is skipped with its first fault,
+    and the evidence is copied as the audit copies it (regular files and folders only, never through a link, under
+    the collection's caps), what was not copied named among the skipped.
+    """
     res = ExportResult()
     output.mkdir(parents=True)
     for harness, scenario, ep in episodes:
-        try:
-            rollout = json.loads((ep / "rollout.json").read_text())
-        except (OSError, ValueError) as exc:
-            res.skipped.append(f"{harness}/{scenario}: no readable rollout.json ({type(exc).__name__})")
+        rollout, why = _valid_rollout(ep / "rollout.json")
+        if rollout is None:
+            res.skipped.append(f"{harness}/{scenario}: {why}")
             continue
         doc = rollout_to_atif(rollout, version)
         validate_atif(doc, f"ATIF export of {harness}/{scenario}")  # a writer bug must not leave a bad file
         dest = output / harness / scenario
         dest.mkdir(parents=True)
+        copied = Collection()
         for name in _EVIDENCE:
-            src = ep / name
-            if src.is_dir():
-                shutil.copytree(src, dest / name)
-            elif src.is_file():
-                shutil.copy2(src, dest / name)
+            copied.copy_tree(ep / name, dest / name, name)
+        res.skipped += [f"{harness}/{scenario}: {f.path}: {f.reason}" for f in copied.findings]
         (dest / ATIF_NAME).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         res.written.append(dest / ATIF_NAME)
     return res
+
+
+def _valid_rollout(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        rollout = read_json(path)
+    except FileNotFoundError:
+        return None, "no rollout.json"
+    except JsonFault as exc:
+        return None, f"no readable rollout.json: {exc}"
+    found = faults(rollout, "probe-rollout/v1", parsed=True)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        return None, f"rollout.json is not a valid probe-rollout/v1: {found[0].path}: {found[0].message}{more}"
+    assert isinstance(rollout, dict)  # the schema's top level is an object
+    return rollout, None

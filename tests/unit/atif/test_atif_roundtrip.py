@@ -174,3 +174,25 @@ def test_unknown_rollout_format_and_harness_with_atif_are_refused(tmp_path: Path
         audit(run, tmp_path / "a", rollout_format="jsonl")
     with pytest.raises(ValueError, match="cannot be combined"):
         audit(run, tmp_path / "b", get_harness("reference"), rollout_format="atif")
+
+
+def test_export_skips_an_invalid_rollout_with_its_fault_and_copies_no_link(tmp_path: Path) -> None:
+    # A saved run may hold anything: a rollout of the wrong shape is named and skipped (the others are exported),
+    # and evidence is copied as the audit copies it, never through a link to a file of the host.
+    run = _run_dir(tmp_path, "tool_success", "retry_429")
+    broken = run / "reference" / "retry_429" / "rollout.json"
+    rollout = json.loads(broken.read_text())
+    rollout["model_calls"][0] = None
+    broken.write_text(json.dumps(rollout))
+    secret = tmp_path / "host-secret"
+    secret.write_text("not the harness's")
+    (run / "reference" / "tool_success" / "markers" / "stolen.txt").symlink_to(secret)
+    exported = _cli("export", str(run), "-o", str(tmp_path / "atif"))
+    assert exported.returncode == 0, exported.stderr
+    assert "skipped reference/retry_429: rollout.json is not a valid probe-rollout/v1: $.model_calls[0]:" in (
+        exported.stderr
+    )
+    assert "skipped reference/tool_success: markers/stolen.txt:" in exported.stderr
+    assert sorted(p.parent.name for p in (tmp_path / "atif").glob("*/*/trajectory.json")) == ["tool_success"]
+    assert not (tmp_path / "atif" / "reference" / "tool_success" / "markers" / "stolen.txt").exists()
+    assert (tmp_path / "atif" / "reference" / "tool_success" / "witness.jsonl").is_file()
