@@ -52,6 +52,8 @@ class _Source:
 
 
 def _load(path: Path) -> _Source:
+    """A shard's suite, summary and episode list, each episode's result read and valid: nothing is written before
+    every input is known to be whole."""
     paths = RunPaths(path)
     if not paths.suite.is_file():
         raise IncompleteShard(f"{path}: no suite.json (not a run directory)")
@@ -60,9 +62,11 @@ def _load(path: Path) -> _Source:
     try:
         suite = load_json(paths.suite, "suite/v1")
         summary = load_json(path / "summary.json", "probe-summary/v1")
+        episodes = [(h["name"], e["scenario"]) for h in summary["harnesses"] for e in h["scenarios"]]
+        for h, sc in episodes:
+            load_json(paths.episode(h, sc).result, "scenario-result/v1")
     except (FormatError, ValueError) as exc:
         raise IncompleteShard(f"{path}: {exc}") from None
-    episodes = [(h["name"], e["scenario"]) for h in summary["harnesses"] for e in h["scenarios"]]
     return _Source(path, suite, summary, episodes)
 
 
@@ -145,13 +149,25 @@ def merge_runs(sources: list[Path], output: Path) -> MergeResult:
         suite["timeout_seconds"] = ordered[0].suite["timeout_seconds"]
     validate(suite, "suite/v1", "merged suite.json")
     output.mkdir(parents=True)
+    try:
+        return _write(output, suite, ordered)
+    except BaseException:
+        # Nothing half-merged is left: an input that changed under the copy, a full disk, Ctrl-C.
+        shutil.rmtree(output, ignore_errors=True)
+        raise
+
+
+def _write(output: Path, suite: dict[str, Any], ordered: list[_Source]) -> MergeResult:
     write_json(RunPaths(output).suite, suite)
     results = []
     for s in ordered:
         for h, sc in s.episodes:
             src, dest = RunPaths(s.path).episode(h, sc).root, RunPaths(output).episode(h, sc).root
             shutil.copytree(src, dest, symlinks=True)
-            results.append(load_json(dest / "scenario_result.json", "scenario-result/v1"))
+            try:
+                results.append(load_json(dest / "scenario_result.json", "scenario-result/v1"))
+            except FormatError as exc:  # valid when read a moment ago: the input changed while it was merged
+                raise IncompleteShard(f"{s.path}: {h}/{sc} changed while it was merged: {exc}") from None
     # Expected: every harness x scenario of the union, so a shard left out shows up as missing episodes.
     full_suite = {sc["name"] for sc in suite["scenarios"]} >= {sc.name for sc in list_scenarios()}
     finished = max(s.summary["timestamps"]["finished_at"] for s in ordered)

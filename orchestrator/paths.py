@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["EpisodePaths", "RunPaths"]
+__all__ = ["EpisodePaths", "RunPaths", "is_plain_name"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,17 @@ class RunPaths:
         return self.root / "suite.json"
 
     def episode(self, harness: str, scenario: str) -> EpisodePaths:
+        """Raises ValueError for a name that is not one plain folder name: names read from a saved run's files
+        (a shard's summary.json) must not lead out of the run directory."""
+        for name in (harness, scenario):
+            if not is_plain_name(name):
+                raise ValueError(f"episode name {name!r} is not a plain folder name")
         return EpisodePaths(self.root / harness / scenario)
+
+
+def is_plain_name(name: str) -> bool:
+    """One folder name, nothing that leads elsewhere: not empty, `.` or `..`, no `/` (nor NUL)."""
+    return name not in ("", ".", "..") and "/" not in name and "\0" not in name
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from orchestrator.paths import is_plain_name
 from orchestrator.resources import checkout_root
 
 app = typer.Typer(
@@ -28,10 +29,18 @@ def _write(path: Path, text: str) -> None:
     typer.echo(f"wrote {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
 
 
+def _plain(harness: str) -> str:
+    # The name is a file and a folder under docs/results/: `..` there would write (and remove) elsewhere.
+    if not is_plain_name(harness):
+        typer.echo(f"harness-probe: {harness!r} is not a harness name (one plain folder name)", err=True)
+        raise typer.Exit(2)
+    return harness
+
+
 def _render(harness: str) -> None:
     from orchestrator.report.results import render_results  # loaded on use: `run` needs none of it
 
-    saved = DOCS / "runs" / harness
+    saved = DOCS / "runs" / _plain(harness)
     regenerate = f"harness-probe results render {harness}"
     _write(DOCS / f"{harness}.md", render_results(saved, harness, regenerate))
 
@@ -45,6 +54,14 @@ def publish(
     if not (run_dir / "summary.json").is_file():
         typer.echo(f"harness-probe: {run_dir} has no summary.json (an interrupted run certifies nothing)", err=True)
         raise typer.Exit(2)
+    if not (run_dir / "suite.json").is_file():
+        typer.echo(f"harness-probe: {run_dir} has no suite.json (not a run directory)", err=True)
+        raise typer.Exit(2)
+    # Everything is checked before the saved results are replaced: a wrong run directory loses nothing.
+    runtimes = sorted(run_dir.glob(f"{_plain(harness)}/*/runtime.json"))
+    if not runtimes:
+        typer.echo(f"harness-probe: the run has no episode of {harness!r}", err=True)
+        raise typer.Exit(2)
     dest = DOCS / "runs" / harness
     if dest.exists():
         shutil.rmtree(dest)
@@ -54,10 +71,6 @@ def publish(
     if (run_dir / "audit.json").is_file():
         # The run was re-checked offline: say so on the page (the source paths in it are not kept).
         (dest / "audited").write_text("re-checked offline by `harness-probe audit` with the current checks\n")
-    runtimes = sorted(run_dir.glob(f"{harness}/*/runtime.json"))
-    if not runtimes:
-        typer.echo(f"harness-probe: the run has no episode of {harness!r}", err=True)
-        raise typer.Exit(2)
     (dest / harness).mkdir()
     shutil.copy2(runtimes[0], dest / harness / "runtime.json")
     _render(harness)

@@ -9,6 +9,7 @@ FROM). A plugin that cannot be imported or breaks the contract is reported and s
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "harness_probe.harnesses"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 BUILTIN = "built-in"
 
 HARNESSES: dict[str, str] = {
@@ -88,6 +90,10 @@ def _discover() -> tuple[dict[str, HarnessEntry], list[BrokenPlugin]]:
     refused: list[BrokenPlugin] = []
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
         origin = _origin(ep)
+        if not _PLAIN_NAME.fullmatch(ep.name):
+            # The name is a folder of every run directory (<run>/<harness>/<scenario>) and of images/.
+            refused.append(BrokenPlugin(ep.name, origin, "name is not a plain folder name ([A-Za-z0-9._-]); skipped"))
+            continue
         if ep.name in found:
             clash = found[ep.name].origin
             refused.append(BrokenPlugin(ep.name, origin, f"name already taken by {clash}; skipped"))

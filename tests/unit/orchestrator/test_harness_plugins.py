@@ -68,6 +68,7 @@ def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[EntryPoint]
         EntryPoint("raising", "raising_plugin:Anything", group),
         EntryPoint("exiting", "exiting_plugin:Anything", group),
         EntryPoint("reference", "good_plugin:Good", group),
+        EntryPoint("../escapes", "good_plugin:Good", group),
     ]
     monkeypatch.setattr(harnesses, "entry_points", lambda group: [e for e in eps if e.group == group])
     return eps
@@ -78,7 +79,11 @@ def test_plugins_are_registered_without_being_imported(plugins: list[EntryPoint]
     assert found["good"].origin == "plugin" and found["good"].target == "good_plugin:Good"
     assert found["reference"].origin == "built-in"
     assert found["reference"].target == harnesses.HARNESSES["reference"]
-    assert [(r.name, r.reason) for r in refused_plugins()] == [("reference", "name already taken by built-in; skipped")]
+    assert [(r.name, r.reason) for r in refused_plugins()] == [
+        ("../escapes", "name is not a plain folder name ([A-Za-z0-9._-]); skipped"),  # <run>/<harness>/ stays inside
+        ("reference", "name already taken by built-in; skipped"),
+    ]
+    assert "../escapes" not in found
 
 
 def test_a_good_plugin_is_probed_with_its_own_image(plugins: list[EntryPoint], tmp_path: Path) -> None:

@@ -114,3 +114,42 @@ def test_unfinished_input_is_refused(tmp_path: Path) -> None:
     (one / "summary.json").unlink()
     with pytest.raises(IncompleteShard, match=r"no summary\.json"):
         merge_runs([one, _shard(tmp_path, 2, 2)], tmp_path / "merged")
+
+
+def test_a_broken_episode_result_is_refused_by_name_before_anything_is_written(tmp_path: Path) -> None:
+    one = _shard(tmp_path, 1, 2)
+    (one / "hermes" / "tool_failure" / "scenario_result.json").write_text('{"schema": "scenario-result/v1"')
+    with pytest.raises(IncompleteShard, match=r"(?s)shard1: .*hermes/tool_failure/scenario_result\.json.*not JSON"):
+        merge_runs([one, _shard(tmp_path, 2, 2)], tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()
+
+
+def test_an_episode_name_leading_out_of_the_run_is_refused(tmp_path: Path) -> None:
+    # A shard's summary.json names its episodes; a name with a path in it would copy from outside the shard into
+    # outside the output. The source exists there and the destination does not: only the name check stops it.
+    one = _shard(tmp_path, 1, 2)
+    outside = tmp_path / "outside"
+    (outside / "x").mkdir(parents=True)
+    summary = json.loads((one / "summary.json").read_text())
+    summary["harnesses"][0]["scenarios"][0]["scenario"] = "../../outside/x"
+    (one / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(IncompleteShard, match=r"episode name '\.\./\.\./outside/x' is not a plain folder name"):
+        merge_runs([one], tmp_path / "out" / "merged")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_input_broken_while_it_is_merged_leaves_no_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import orchestrator.merge as merge_mod
+
+    one, two = _shard(tmp_path, 1, 2), _shard(tmp_path, 2, 2)
+    copy = merge_mod.shutil.copytree
+
+    def copy_then_break(src: Path, dest: Path, **kw: Any) -> Any:
+        made = copy(src, dest, **kw)
+        (Path(dest) / "scenario_result.json").write_text("{}")
+        return made
+
+    monkeypatch.setattr(merge_mod.shutil, "copytree", copy_then_break)
+    with pytest.raises(IncompleteShard, match="changed while it was merged"):
+        merge_runs([one, two], tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()

@@ -1,0 +1,55 @@
+"""`results publish/render`: nothing saved is removed before the new run is known to hold what is published, and a
+harness name never leads out of docs/results/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import orchestrator.cli.results as results_cli
+from orchestrator.cli import app
+from tests.unit.report.conftest import checks, make_suite, result, write_run
+
+
+@pytest.fixture
+def docs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    docs = tmp_path / "repo" / "docs" / "results"
+    (docs / "runs" / "reference").mkdir(parents=True)
+    (docs / "runs" / "reference" / "summary.json").write_text('{"saved": "earlier"}')
+    monkeypatch.setattr(results_cli, "REPO_ROOT", tmp_path / "repo")
+    monkeypatch.setattr(results_cli, "DOCS", docs)
+    return docs
+
+
+def _run(tmp_path: Path) -> Path:
+    run = write_run(
+        tmp_path / "run", make_suite(["hermes"], ["tool_success"]), [result("hermes", "tool_success", "pass", checks())]
+    )
+    (run.dir / "summary.json").write_text("{}")
+    return run.dir
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_run_without_the_harness_leaves_its_saved_results(docs: Path, tmp_path: Path) -> None:
+    before = _tree(docs)
+    res = CliRunner().invoke(app, ["results", "publish", str(_run(tmp_path)), "-H", "reference"])
+    assert res.exit_code == 2
+    assert "the run has no episode of 'reference'" in res.output
+    assert _tree(docs) == before
+
+
+@pytest.mark.parametrize("name", ["..", ".", "../runs", "a/b", ""])
+def test_a_harness_name_that_is_not_one_folder_is_refused(docs: Path, tmp_path: Path, name: str) -> None:
+    before = _tree(tmp_path / "repo")
+    run = _run(tmp_path)
+    publish = CliRunner().invoke(app, ["results", "publish", str(run), "-H", name])
+    assert publish.exit_code == 2 and "is not a harness name" in publish.output
+    render = CliRunner().invoke(app, ["results", "render", name])
+    assert render.exit_code == 2 and "is not a harness name" in render.output
+    assert _tree(tmp_path / "repo") == before
+    assert (docs / "runs" / "reference").is_dir()
