@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from orchestrator.evidence import FormatError
 from orchestrator.paths import is_plain_name
 from orchestrator.resources import checkout_root
 
@@ -41,8 +42,17 @@ def _render(harness: str) -> None:
     from orchestrator.report.results import render_results  # loaded on use: `run` needs none of it
 
     saved = DOCS / "runs" / _plain(harness)
+    if not (saved / "summary.json").is_file():
+        known = ", ".join(sorted(p.parent.name for p in (DOCS / "runs").glob("*/summary.json"))) or "none"
+        typer.echo(f"harness-probe: no saved run of {harness!r} in {saved.parent} (saved: {known})", err=True)
+        raise typer.Exit(2)
     regenerate = f"harness-probe results render {harness}"
-    _write(DOCS / f"{harness}.md", render_results(saved, harness, regenerate))
+    try:
+        page = render_results(saved, harness, regenerate)
+    except FormatError as exc:
+        typer.echo(f"harness-probe: the saved run of {harness!r} cannot be read: {exc}", err=True)
+        raise typer.Exit(2) from None
+    _write(DOCS / f"{harness}.md", page)
 
 
 @app.command("publish")

@@ -53,3 +53,11 @@ def test_a_harness_name_that_is_not_one_folder_is_refused(docs: Path, tmp_path: 
     assert render.exit_code == 2 and "is not a harness name" in render.output
     assert _tree(tmp_path / "repo") == before
     assert (docs / "runs" / "reference").is_dir()
+
+
+def test_render_of_a_harness_with_no_saved_run_names_the_saved_ones(docs: Path) -> None:
+    res = CliRunner().invoke(app, ["results", "render", "nope"])
+    assert res.exit_code == 2
+    assert "no saved run of 'nope'" in res.output and "(saved: reference)" in res.output
+    res = CliRunner().invoke(app, ["results", "render", "reference"])  # its summary.json is no summary
+    assert res.exit_code == 2 and "the saved run of 'reference' cannot be read" in res.output
