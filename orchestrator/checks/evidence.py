@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import chain, compress, islice, repeat
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from orchestrator.evidence import (
     fragment_precheck,
 )
 from orchestrator.evidence.bulk import gc_paused
-from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, compact_objects, loads, read_bytes
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, compact_objects, loads, read_bytes, read_chunks
 
 __all__ = ["Evidence", "Witness", "read_witness", "scope_of"]
 
@@ -28,6 +28,7 @@ _EVENT_KINDS = frozenset({"start", "attempt", "tool_call", "tool_result_seen", "
 _STR_ONLY_BREAKS = b"\x0b\x0c\x1c\x1d\x1e\x1f"
 _STR_ONLY_BREAKS_EACH = [bytes([b]) for b in _STR_ONLY_BREAKS]
 _BATCH = 256  # witness lines read and checked together: small enough to stay in the CPU caches
+_PIECE = 1 << 20  # bytes of the witness read at a time
 
 
 def _arrival(attempt_id: str) -> tuple[int, str]:
@@ -135,7 +136,30 @@ def _lines(raw: bytes) -> Sequence[str | bytes]:
     return raw.decode("utf-8", errors="replace").splitlines()
 
 
-def _as_proxy_wrote(lines: Sequence[str | bytes]) -> list[dict[str, Any]] | None:
+class _NotProxyText(Exception):
+    """The witness holds a byte the proxy never writes (non-ASCII, a break only str.splitlines sees)."""
+
+
+def _proxy_lines(path: Path, max_bytes: int) -> Iterator[list[bytes]]:
+    """The witness's lines, a piece of the file at a time: as `_lines` splits them when the whole text is the
+    proxy's ASCII, without the whole text or all its lines in memory at once (hundreds of MB on a large witness)."""
+    carry: list[bytes] = []  # the start of a line a piece ended in
+    for piece in read_chunks(path, max_bytes, _PIECE):
+        if not piece.isascii() or any(b in piece for b in _STR_ONLY_BREAKS_EACH):
+            raise _NotProxyText
+        end = piece.rfind(b"\n") + 1
+        if end == 0:
+            carry.append(piece)
+            continue
+        # Cut right after a newline, so a \r\n is never split: the lines are those of the whole text.
+        yield b"".join([*carry, piece[:end]]).splitlines()
+        carry = [piece[end:]]
+    last = b"".join(carry)
+    if last:
+        yield last.splitlines()
+
+
+def _as_proxy_wrote(lines: Iterable[str | bytes]) -> list[dict[str, Any]] | None:
     """The events, when every line is as the proxy writes it (orjson's compact form) and valid; None when any is not.
 
     What the line-by-line reading below would give, at less cost: the lines are read by `compact_objects` (what
@@ -145,8 +169,9 @@ def _as_proxy_wrote(lines: Sequence[str | bytes]) -> list[dict[str, Any]] | None
     """
     events: list[dict[str, Any]] = []
     prechecks = {kind: fragment_batch_precheck(_FMT, f"/$defs/{kind}") for kind in _EVENT_KINDS}
-    for at in range(0, len(lines), _BATCH):
-        batch = compact_objects(lines[at : at + _BATCH])  # type: ignore[arg-type]  # text lines are refused there
+    at, each = 0, iter(lines)
+    while read := list(islice(each, _BATCH)):
+        batch = compact_objects(read)  # type: ignore[arg-type]  # text lines are refused there
         if batch is None:
             return None
         try:
@@ -162,6 +187,7 @@ def _as_proxy_wrote(lines: Sequence[str | bytes]) -> list[dict[str, Any]] | None
             if not prechecks[kind](list(compress(batch, map(kind.__eq__, kinds)))):
                 return None
         events += batch
+        at += len(batch)
     if events and events[0].get("event") != "start":
         return None
     return events
@@ -169,6 +195,13 @@ def _as_proxy_wrote(lines: Sequence[str | bytes]) -> list[dict[str, Any]] | None
 
 def _read_witness(path: Path, max_bytes: int) -> Witness:
     try:
+        try:
+            written = _as_proxy_wrote(chain.from_iterable(_proxy_lines(path, max_bytes)))
+        except _NotProxyText:
+            written = None
+        if written is not None:
+            return Witness(written)
+        # Read again, whole: the strict reading below names each fault by its line.
         raw = read_bytes(path, max_bytes)
     except FileNotFoundError:
         raise FormatError(str(path), [Fault("$", "file does not exist")]) from None
@@ -176,10 +209,6 @@ def _read_witness(path: Path, max_bytes: int) -> Witness:
         raise FormatError(str(path), [Fault("$", str(exc))]) from None
     lines = _lines(raw)
     del raw  # the lines hold the text: one copy of a witness of 100 MB is enough
-    written = _as_proxy_wrote(lines)
-    if written is not None:
-        del lines  # before the indexes are built (peak RSS)
-        return Witness(written)
     events: list[dict[str, Any]] = []
     found: list[Fault] = []
     # Validating against the one branch the line's `event` names (rather than trying every branch of the oneOf)

@@ -8,7 +8,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate, repeat
 from operator import add
 from pathlib import Path
@@ -26,6 +26,7 @@ __all__ = [
     "compact_objects",
     "loads",
     "read_bytes",
+    "read_chunks",
     "read_json",
 ]
 
@@ -246,11 +247,8 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
         raise JsonFault(f"not JSON: {exc}") from None
 
 
-def read_bytes(path: Path | str, max_bytes: int = MAX_FILE_BYTES, dir_fd: int | None = None) -> bytes:
-    """A regular file's content, without following a link or opening a FIFO or device, at most max_bytes.
-
-    `dir_fd`: a folder's descriptor `path` is relative to (many files of one folder, no path resolved again).
-    """
+def _open_regular(path: Path | str, max_bytes: int, dir_fd: int | None = None) -> tuple[int, os.stat_result]:
+    """A regular file opened without following a link or opening a FIFO or device, no larger than max_bytes now."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except FileNotFoundError:
@@ -263,6 +261,34 @@ def read_bytes(path: Path | str, max_bytes: int = MAX_FILE_BYTES, dir_fd: int | 
             raise JsonFault("is not a regular file")
         if st.st_size > max_bytes:
             raise JsonFault(f"is {st.st_size} bytes, more than the {max_bytes}-byte cap")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_chunks(path: Path | str, max_bytes: int = MAX_FILE_BYTES, size: int = 1 << 20) -> Iterator[bytes]:
+    """read_bytes' content in pieces of `size` bytes, under the same rules: a large file is never whole in memory.
+    A file that grows past the cap while it is read is refused at the piece that crosses it."""
+    fd, _ = _open_regular(path, max_bytes)
+    try:
+        left = max_bytes + 1
+        while left > 0 and (piece := os.read(fd, min(left, size))):
+            left -= len(piece)
+            if left <= 0:
+                raise JsonFault(f"is more than the {max_bytes}-byte cap")
+            yield piece
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path: Path | str, max_bytes: int = MAX_FILE_BYTES, dir_fd: int | None = None) -> bytes:
+    """A regular file's content, without following a link or opening a FIFO or device, at most max_bytes.
+
+    `dir_fd`: a folder's descriptor `path` is relative to (many files of one folder, no path resolved again).
+    """
+    fd, st = _open_regular(path, max_bytes, dir_fd)
+    try:
         # Plain reads, sized by fstat (the file may still grow: read on until the cap says no).
         chunks, left = [], max_bytes + 1
         while left > 0 and (piece := os.read(fd, min(left, max(st.st_size + 1, 1 << 16)))):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,42 @@ def test_an_attempt_id_int_refuses_sorts_last_not_a_crash(tmp_path: Path, number
     w = read_witness(path)
     assert [a["attempt_id"] for a in w.attempts(None)][-1] == odd
     assert len(w.attempts(None)) == sum(e["event"] == "attempt" for e in events)
+
+
+@pytest.mark.parametrize("piece", [1, 7, 64, 1 << 20])
+def test_the_witness_read_a_piece_at_a_time_is_split_as_the_whole_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, piece: int
+) -> None:
+    # Pieces end anywhere: inside a line, between \r and \n, in a run of blank lines; a line may be longer than a
+    # piece; the text may end without a newline. The lines are always those bytes.splitlines gives the whole text.
+    monkeypatch.setattr(evidence_mod, "_PIECE", piece)
+    path = tmp_path / "witness.jsonl"
+    for text in [b"", b"a", b"a\n", b"a\r\nb\rc\n\n\nd", b"x" * 100 + b"\r\n" + b"y" * 50, b"\n\n", b"a\r"]:
+        path.write_bytes(text)
+        assert list(chain.from_iterable(evidence_mod._proxy_lines(path, 1000))) == text.splitlines(), text
+    for episode in sorted(p.name for p in FIXTURE.parents[1].iterdir()):
+        source = FIXTURE.parents[1] / episode / "witness.jsonl"
+        assert read_witness(source).events == [json.loads(line) for line in source.read_text().splitlines()]
+
+
+def test_a_byte_the_proxy_never_writes_late_in_the_witness_is_read_strictly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found after many lines were already read in the proxy's form: the whole witness is read again, strictly.
+    monkeypatch.setattr(evidence_mod, "_PIECE", 64)
+    events = _events()
+    events[-1]["note"] = "é"  # not in the schema: a named fault, found by the strict reading
+    path = tmp_path / "witness.jsonl"
+    path.write_bytes(b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in events))
+    with pytest.raises(FormatError) as exc:
+        read_witness(path)
+    assert [f.path for f in exc.value.faults] == [f"line {len(events)}: $"]
+    path.write_bytes(FIXTURE.read_bytes().replace(b'"at":', b'"at" :', 1))  # not the proxy's form: read strictly
+    assert read_witness(path).events == _events()
+
+
+def test_a_witness_past_its_cap_is_a_fault(tmp_path: Path) -> None:
+    size = FIXTURE.stat().st_size
+    with pytest.raises(FormatError, match=f"more than the {size - 1}-byte cap"):
+        read_witness(FIXTURE, size - 1)
+    assert read_witness(FIXTURE, size).events == _events()

@@ -17,6 +17,7 @@ from orchestrator.evidence.jsonread import (
     compact_objects,
     loads,
     read_bytes,
+    read_chunks,
     read_json,
 )
 
@@ -288,3 +289,20 @@ def test_non_canonical_texts_are_still_read_strictly() -> None:
     assert not _fast_path_takes(b'["\\ud800"]') and loads(b'["\\ud800"]') == ["\ud800"]  # a lone surrogate
     assert not _fast_path_takes(b'["\\u00E9"]') and loads(b'["\\u00E9"]') == ["é"]  # upper-case hex
     assert _fast_path_takes(b'["\\u00e9"]')
+
+
+def test_read_chunks_refuses_a_file_grown_past_the_cap_while_read(tmp_path: Path) -> None:
+    path = tmp_path / "grows"
+    path.write_bytes(b"0123456789")
+    assert b"".join(read_chunks(path, 10, 4)) == b"0123456789"
+    pieces = read_chunks(path, 10, 4)
+    assert next(pieces) == b"0123"
+    with path.open("ab") as f:
+        f.write(b"x" * 100)
+    with pytest.raises(JsonFault, match="more than the 10-byte cap"):
+        list(pieces)
+    with pytest.raises(JsonFault, match="is 110 bytes, more than the 10-byte cap"):
+        next(read_chunks(path, 10, 4))
+    (tmp_path / "link").symlink_to(path)
+    with pytest.raises(JsonFault, match="cannot be opened safely"):
+        next(read_chunks(tmp_path / "link", 1000, 4))
