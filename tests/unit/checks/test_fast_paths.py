@@ -21,7 +21,7 @@ from orchestrator.checks import (
     wire,
 )
 from orchestrator.checks.model import Unverifiable
-from tests.bench.audit_scale import _synthetic
+from tests.synthetic import synthetic_episode
 
 # Values a damaged record may hold where it should hold another: wrong types, blanks, ids of other entries, a tuple.
 _VALUES: list[Any] = [None, "", "x", 0, 1, 200, 429, True, [], {}, ["a"], {"a": 1}, (1,), "mc-4", "call_2", "inv-2"]
@@ -83,7 +83,7 @@ def _no_fast_looks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_fast_looks_decide_as_the_full_readings(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    scenario, rollout, events, markers = _synthetic(6)
+    scenario, rollout, events, markers = synthetic_episode(6)
     rng = random.Random(seed)
     cases = []
     for n in range(60):
@@ -142,7 +142,7 @@ _TARGETED = [
 def test_column_looks_see_each_targeted_lie(
     where: str, n: int, field: str, value: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    scenario, rollout, events, markers = _synthetic(6)
+    scenario, rollout, events, markers = synthetic_episode(6)
     rollout, events = copy.deepcopy(rollout), copy.deepcopy(events)
     if where == "model_calls":
         for name in field.split("+"):
