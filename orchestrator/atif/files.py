@@ -39,7 +39,12 @@ def read_atif_rollout(episode: Path, harness_name: str) -> tuple[dict[str, Any] 
         doc = load_atif(path)
     except FormatError as exc:
         return None, f"not an ATIF trajectory: {exc}"
-    return atif_to_rollout(doc, harness_name), None
+    try:
+        return atif_to_rollout(doc, harness_name), None
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        # Valid ATIF whose content does not hold together as a rollout (an id missing from its own `extra`, a
+        # value of another type there): whoever wrote the trajectory is answerable for it, as for a bad rollout.
+        return None, f"the ATIF trajectory does not read as a rollout: {type(exc).__name__}: {str(exc)[:300]}"
 
 
 @dataclass

@@ -168,6 +168,34 @@ def test_audit_as_atif_of_a_broken_trajectory_fails_with_the_faults(tmp_path: Pa
     assert "not an ATIF trajectory" in res.results[0]["normalize"]["message"]
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda x: x["order"]["model_calls"].append({"not": "an id"}),
+        lambda x: x["unattached_model_calls"].append("not a call"),
+        lambda x: x["unattached_model_calls"].append({}),
+        lambda x: x["unattached_steps"].append("not a step"),
+    ],
+    ids=["unhashable-order", "call-of-another-type", "call-without-id", "step-of-another-type"],
+)
+def test_audit_as_atif_of_a_trajectory_whose_extension_does_not_hold_together_fails(
+    tmp_path: Path, damage: Any
+) -> None:
+    # Valid ATIF (`extra` is free-form there) written by a harness into native/: what does not read as a rollout is
+    # a finding against it (fail, with the reason), not the audit's error.
+    run = _run_dir(tmp_path, "tool_success")
+    ep = run / "reference" / "tool_success"
+    doc = rollout_to_atif(json.loads((ep / "rollout.json").read_text()))
+    damage(doc["extra"]["harness_probe"])
+    validate_atif(doc)
+    (ep / "native" / "logs").mkdir(parents=True)
+    (ep / "native" / "logs" / "trajectory.json").write_text(json.dumps(doc))
+    [result] = audit(run, tmp_path / "out", rollout_format="atif").results
+    assert result["verdict"] == "fail"
+    assert result["normalize"]["status"] == "error"
+    assert "does not read as a rollout" in result["normalize"]["message"]
+
+
 def test_unknown_rollout_format_and_harness_with_atif_are_refused(tmp_path: Path) -> None:
     run = _run_dir(tmp_path, "tool_success")
     with pytest.raises(ValueError, match="unknown rollout format"):
