@@ -224,3 +224,19 @@ def test_export_skips_an_invalid_rollout_with_its_fault_and_copies_no_link(tmp_p
     assert sorted(p.parent.name for p in (tmp_path / "atif").glob("*/*/trajectory.json")) == ["tool_success"]
     assert not (tmp_path / "atif" / "reference" / "tool_success" / "markers" / "stolen.txt").exists()
     assert (tmp_path / "atif" / "reference" / "tool_success" / "witness.jsonl").is_file()
+
+
+def test_export_skips_a_rollout_that_makes_no_valid_atif(tmp_path: Path) -> None:
+    # Valid probe-rollout/v1, but two invocations of one id would be two subagent trajectories of one id in ATIF.
+    run = _run_dir(tmp_path, "tool_success", "context_compaction")
+    path = run / "reference" / "context_compaction" / "rollout.json"
+    rollout = json.loads(path.read_text())
+    rollout["invocations"] += [rollout["invocations"][0]] * 2
+    assert not faults(rollout, "probe-rollout/v1")
+    path.write_text(json.dumps(rollout))
+    exported = _cli("export", str(run), "-o", str(tmp_path / "atif"))
+    assert exported.returncode == 0, exported.stderr
+    assert "skipped reference/context_compaction: ATIF export of reference/context_compaction is not valid" in (
+        exported.stderr
+    )
+    assert sorted(p.parent.name for p in (tmp_path / "atif").glob("*/*/trajectory.json")) == ["tool_success"]
