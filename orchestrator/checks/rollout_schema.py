@@ -310,7 +310,9 @@ def steps_numbering(ev: Evidence) -> list[str]:
                 continue
         if times.parse(st.get("timestamp")) is None:
             reasons.append(f"$.steps[{i}].timestamp: missing or not ISO-8601")
-        by_inv.setdefault(st.get("invocation_id"), []).append(st.get("step_no"))
+        inv = st.get("invocation_id")
+        if not isinstance(inv, dict | list):  # an object or array there is named by the step's own fault above
+            by_inv.setdefault(inv, []).append(st.get("step_no"))
     for inv, numbers in by_inv.items():
         if numbers != list(range(1, len(numbers) + 1)):
             reasons.append(f"steps of invocation {inv!r} are numbered {numbers}, expected 1..{len(numbers)} in order")
