@@ -64,7 +64,12 @@ def _mutate(root: Any, rng: random.Random, pool: dict[type, list[Any]]) -> None:
         node[key] = _value(node[key], rng, pool)
 
 
-@pytest.mark.parametrize("seed", range(300))
+# Seeds past the first 300 that each found a crash once (3,000 seeds were run): with one of the fixes for them
+# undone, one of these fails.
+FOUND = [357, 948, 1266, 1419, 2220, 2652]
+
+
+@pytest.mark.parametrize("seed", [*range(300), *FOUND])
 def test_no_check_crashes_on_a_mutated_episode(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)
     ep = load_episode(EPISODES[seed % len(EPISODES)])
