@@ -137,7 +137,8 @@ def collect(dirs: list[Path], expected: list[str | tuple[str, str]]) -> list[Row
     one matrix leg) that no directory measured."""
     rows: list[Row] = []
     for d in dirs:
-        rows += read_dir(d)
+        # A directory named but absent (an artifact that never came) is a measurement unavailable, not silence.
+        rows += read_dir(d) if d.is_dir() else [Row(d.name, "?", "unavailable", d.name, note="no such directory")]
     for want in expected:
         harness, runtime = (want, None) if isinstance(want, str) else want
         if not any(r.harness == harness and runtime in (None, r.runtime) for r in rows):

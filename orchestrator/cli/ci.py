@@ -134,7 +134,7 @@ def report_command(
                 expected.append((x["harness"], x["runtime"]))
             else:
                 raise _fail("--expect-json items are harness names or matrix legs {harness, runtime}")
-    rows = collect([d for d in dirs or [] if d.is_dir()], expected)
+    rows = collect(list(dirs or []), expected)
     missing_dirs = [d for d in dirs or [] if not d.is_dir()]
     if missing_dirs:
         typer.echo(f"harness-probe: not a directory: {', '.join(map(str, missing_dirs))}", err=True)

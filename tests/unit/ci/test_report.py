@@ -133,6 +133,8 @@ def test_cli_exit_codes_and_check_json(tmp_path: Path) -> None:
     assert res.returncode == 2
     res = hp("ci", "report", str(tmp_path / "absent"))
     assert res.returncode == 2
+    assert res.stdout.startswith("## Harness conformance P0: 0 passed, 0 failed, 1 unavailable\n")
+    assert "not a directory" in res.stderr
     res = hp("ci", "report", str(ok), "--expect-json", '[{"harness": "pi", "runtime": "docker"}]')
     assert res.returncode == 0, res.stderr
     res = hp("ci", "report", "--expect-json", '[{"harness": 1}]')
