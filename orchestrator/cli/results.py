@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import shutil
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from orchestrator.evidence import FormatError
+from orchestrator.evidence import FormatError, load_json
 from orchestrator.paths import is_plain_name
 from orchestrator.resources import checkout_root
 
@@ -68,9 +69,15 @@ def publish(
         typer.echo(f"harness-probe: {run_dir} has no suite.json (not a run directory)", err=True)
         raise typer.Exit(2)
     # Everything is checked before the saved results are replaced: a wrong run directory loses nothing.
-    runtimes = sorted(run_dir.glob(f"{_plain(harness)}/*/runtime.json"))
-    if not runtimes:
-        typer.echo(f"harness-probe: the run has no episode of {harness!r}", err=True)
+    _plain(harness)
+    try:
+        probed = [h["name"] for h in load_json(run_dir / "summary.json", "probe-summary/v1")["harnesses"]]
+    except FormatError as exc:
+        typer.echo(f"harness-probe: {exc}", err=True)
+        raise typer.Exit(2) from None
+    runtimes = sorted(run_dir.glob(f"{glob.escape(harness)}/*/runtime.json"))
+    if harness not in probed or not runtimes:
+        typer.echo(f"harness-probe: the run has no episode of {harness!r} (it probed: {', '.join(probed)})", err=True)
         raise typer.Exit(2)
     dest = DOCS / "runs" / harness
     if dest.exists():

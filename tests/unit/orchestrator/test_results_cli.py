@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 import orchestrator.cli.results as results_cli
 from orchestrator.cli import app
+from orchestrator.report import build_summary, summary_bytes
 from tests.unit.report.conftest import checks, make_suite, result, write_run
 
 
@@ -24,10 +25,10 @@ def docs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _run(tmp_path: Path) -> Path:
-    run = write_run(
-        tmp_path / "run", make_suite(["hermes"], ["tool_success"]), [result("hermes", "tool_success", "pass", checks())]
-    )
-    (run.dir / "summary.json").write_text("{}")
+    suite = make_suite(["hermes"], ["tool_success"])
+    run = write_run(tmp_path / "run", suite, [result("hermes", "tool_success", "pass", checks())])
+    summary = build_summary(run.dir, suite, run.results, False, "2025-01-01T12:00:00.000Z", "2025-01-01T12:30:00.000Z")
+    (run.dir / "summary.json").write_bytes(summary_bytes(summary))
     return run.dir
 
 
@@ -37,10 +38,11 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 def test_a_run_without_the_harness_leaves_its_saved_results(docs: Path, tmp_path: Path) -> None:
     before = _tree(docs)
-    res = CliRunner().invoke(app, ["results", "publish", str(_run(tmp_path)), "-H", "reference"])
-    assert res.exit_code == 2
-    assert "the run has no episode of 'reference'" in res.output
-    assert _tree(docs) == before
+    for name in ("reference", "*", "[h]ermes"):  # glob patterns name no harness either
+        res = CliRunner().invoke(app, ["results", "publish", str(_run(tmp_path / name)), "-H", name])
+        assert res.exit_code == 2
+        assert f"the run has no episode of {name!r} (it probed: hermes)" in res.output
+        assert _tree(docs) == before
 
 
 @pytest.mark.parametrize("name", ["..", ".", "../runs", "a/b", ""])
