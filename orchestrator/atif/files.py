@@ -10,8 +10,7 @@ from typing import Any
 from orchestrator.atif.read import atif_to_rollout
 from orchestrator.atif.validate import load_atif, validate_atif
 from orchestrator.atif.write import rollout_to_atif
-from orchestrator.evidence import FormatError, faults
-from orchestrator.evidence.jsonread import JsonFault, read_json
+from orchestrator.evidence import FormatError, load_json
 from orchestrator.runtime.collect import Collection
 
 __all__ = ["ATIF_NAME", "ExportResult", "export_atif", "find_atif", "read_atif_rollout"]
@@ -88,14 +87,8 @@ def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: st
 
 def _valid_rollout(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        rollout = read_json(path)
-    except FileNotFoundError:
-        return None, "no rollout.json"
-    except JsonFault as exc:
-        return None, f"no readable rollout.json: {exc}"
-    found = faults(rollout, "probe-rollout/v1", parsed=True)
-    if found:
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        return None, f"rollout.json is not a valid probe-rollout/v1: {found[0].path}: {found[0].message}{more}"
-    assert isinstance(rollout, dict)  # the schema's top level is an object
-    return rollout, None
+        return load_json(path, "probe-rollout/v1"), None
+    except FormatError as exc:  # absent, unreadable, or not the schema's: its first fault names which
+        first, more = exc.faults[0], len(exc.faults) - 1
+        also = f" (and {more} more)" if more else ""
+        return None, f"rollout.json is not a valid probe-rollout/v1: {first.path}: {first.message}{also}"
