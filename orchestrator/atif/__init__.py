@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orchestrator.atif.files import ATIF_NAME, ExportResult, export_atif, find_atif, read_atif_rollout
 from orchestrator.atif.read import ATIF_GAPS, atif_to_rollout
-from orchestrator.atif.validate import ATIF_FORMAT, atif_faults, load_atif, validate_atif
+from orchestrator.atif.validate import ATIF_FORMAT, atif_faults, extension_faults, load_atif, validate_atif
 from orchestrator.atif.write import EXTENSION, rollout_to_atif
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "atif_faults",
     "atif_to_rollout",
     "export_atif",
+    "extension_faults",
     "find_atif",
     "load_atif",
     "read_atif_rollout",

@@ -166,7 +166,7 @@ class _Reader:
             {
                 "invocation_id": inv_id,
                 "parent_invocation_id": parent,
-                "model_call_refs": refs,
+                "model_call_refs": ext["model_call_refs"] if isinstance(ext.get("model_call_refs"), list) else refs,
                 "conversation": conversation,
                 **(extra if isinstance(extra, dict) else {}),
             }

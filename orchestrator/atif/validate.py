@@ -1,4 +1,5 @@
-"""Validation of an ATIF document: our JSON Schema, then the cross-field rules Harbor's models check in code."""
+"""Validation of an ATIF document: our JSON Schema, then the cross-field rules Harbor's models check in code; and
+of our own extension in it (`extra.harness_probe`, probe-atif-extension/v1) wherever a trajectory carries it."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from orchestrator.evidence import Fault, FormatError, schema_path
+from orchestrator.atif.write import EXTENSION
+from orchestrator.evidence import Fault, FormatError, fragment_faults, schema_path
 
-__all__ = ["ATIF_FORMAT", "atif_faults", "load_atif", "validate_atif"]
+__all__ = ["ATIF_FORMAT", "EXTENSION_FORMAT", "atif_faults", "extension_faults", "load_atif", "validate_atif"]
 
 ATIF_FORMAT = "atif/v1"
+EXTENSION_FORMAT = "probe-atif-extension/v1"
 
 
 @cache
@@ -76,6 +79,28 @@ def atif_faults(doc: Any) -> list[Fault]:
     if not ordered and isinstance(doc, dict):
         ordered += _rules(doc, "$")
     return ordered
+
+
+def extension_faults(doc: dict[str, Any], at: str = "$") -> list[Fault]:
+    """Every way the `extra.harness_probe` objects of an ATIF trajectory (valid against atif/v1) are not what
+    `atif_to_rollout` reads, each named by JSONPath; a trajectory without the extension has none."""
+    found = _extension(doc, "trajectory", at)
+    for i, step in enumerate(doc["steps"]):
+        found += _extension(step, "step", f"{at}.steps[{i}]")
+        for j, call in enumerate(step.get("tool_calls") or []):
+            found += _extension(call, "tool_call", f"{at}.steps[{i}].tool_calls[{j}]")
+        for j, result in enumerate((step.get("observation") or {}).get("results") or []):
+            found += _extension(result, "result", f"{at}.steps[{i}].observation.results[{j}]")
+    for k, sub in enumerate(doc.get("subagent_trajectories") or []):
+        found += extension_faults(sub, f"{at}.subagent_trajectories[{k}]")
+    return found
+
+
+def _extension(node: dict[str, Any], place: str, at: str) -> list[Fault]:
+    extra = node.get("extra")
+    if not isinstance(extra, dict) or EXTENSION not in extra:
+        return []
+    return fragment_faults(extra[EXTENSION], EXTENSION_FORMAT, f"/$defs/{place}", f"{at}.extra.{EXTENSION}")
 
 
 def validate_atif(doc: Any, what: str = "ATIF trajectory") -> None:

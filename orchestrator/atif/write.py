@@ -51,6 +51,10 @@ class _Writer:
 
     def trajectory(self, inv: dict[str, Any], version: str) -> dict[str, Any]:
         successes = [self.calls[r] for r in inv.get("model_call_refs", []) if r in self.calls and _ok(self.calls[r])]
+        # Where the rollout records steps, they say which calls the history's turns were: a call in no step (a
+        # context compaction's summary request) is matched to no agent step. It stays among the unattached calls,
+        # and the invocation's own refs keep its place.
+        candidates = [c for c in successes if c["model_call_id"] in self.step_of] or successes
         conv = inv.get("conversation", [])
         steps: list[dict[str, Any]] = []
         i = 0
@@ -70,7 +74,7 @@ class _Writer:
             while i < len(conv) and conv[i].get("role") == "tool":
                 results.append(conv[i])
                 i += 1
-            steps.append(self._agent_step(len(steps) + 1, m, results, successes))
+            steps.append(self._agent_step(len(steps) + 1, m, results, candidates))
         if not steps:  # ATIF needs one step; an empty history is said so, not hidden
             steps.append({"step_id": 1, "source": "system", "message": "", "extra": {EXTENSION: {"empty": True}}})
         unattached = [
@@ -82,6 +86,8 @@ class _Writer:
         ext = {
             "invocation_id": inv["invocation_id"],
             "parent_invocation_id": inv.get("parent_invocation_id"),
+            # In its order and with calls no step holds, which the steps alone cannot give back.
+            "model_call_refs": inv.get("model_call_refs", []),
             # Fields of the invocation beyond what the trajectory itself says (e.g. session token_totals).
             "invocation_extra": {k: v for k, v in inv.items() if k not in _INVOCATION_CORE},
             "unattached_steps": [
@@ -110,7 +116,7 @@ class _Writer:
         }
 
     def _agent_step(
-        self, step_id: int, m: dict[str, Any], results: list[dict[str, Any]], successes: list[dict[str, Any]]
+        self, step_id: int, m: dict[str, Any], results: list[dict[str, Any]], candidates: list[dict[str, Any]]
     ) -> dict[str, Any]:
         step: dict[str, Any] = {
             "step_id": step_id,
@@ -119,7 +125,7 @@ class _Writer:
             "llm_call_count": 1,
         }
         ext: dict[str, Any] = {}
-        call = next((c for c in successes if c["model_call_id"] not in self.used_calls), None)
+        call = next((c for c in candidates if c["model_call_id"] not in self.used_calls), None)
         if call is not None:
             rstep = self.step_of.get(call["model_call_id"])
             refs = rstep["model_call_refs"] if rstep else [call["model_call_id"]]

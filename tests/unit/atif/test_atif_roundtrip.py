@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.atif import ATIF_GAPS, atif_to_rollout, rollout_to_atif, validate_atif
+from orchestrator.atif import ATIF_GAPS, atif_to_rollout, extension_faults, rollout_to_atif, validate_atif
 from orchestrator.audit import audit
 from orchestrator.evidence import faults, load_json
 from orchestrator.harnesses import get_harness
@@ -63,12 +63,39 @@ def test_mini_swe_agent_rollouts_read_back_unchanged(name: str) -> None:
     assert _through_atif(rollout, "ATIF-v1.7") == rollout
 
 
-# A compaction's side calls are owned by the invocation but belong to no step; ATIF has no place for such a call
-# yet (known gap, see README "ATIF"), so the compaction episode is left out of the round trips below.
-_ATIF_EPISODES = sorted(p.name for p in FIXTURES.iterdir() if p.name != "context_compaction")
+_ATIF_EPISODES = sorted(p.name for p in FIXTURES.iterdir())
 
 
 @pytest.mark.parametrize("name", _ATIF_EPISODES)
+def test_golden_episode_reads_back_unchanged(name: str) -> None:
+    rollout = json.loads((FIXTURES / name / "rollout.json").read_text())
+    assert _through_atif(rollout) == rollout
+
+
+def test_a_compaction_side_call_is_no_agent_step_and_keeps_its_place() -> None:
+    # A compaction's summary request answered no turn of the history: no agent step stands for it (the reply
+    # after it is the next step's call), and the invocation's refs still list it where the rollout did.
+    rollout = json.loads((FIXTURES / "context_compaction" / "rollout.json").read_text())
+    side = [ref for c in rollout["compactions"] for ref in c["model_call_refs"]]
+    assert len(side) == 2
+    doc = rollout_to_atif(rollout)
+    stood_for = [
+        c["model_call_id"]
+        for step in doc["steps"]
+        if step["source"] == "agent"
+        for c in step["extra"]["harness_probe"]["model_calls"]
+    ]
+    assert not set(side) & set(stood_for)
+    assert stood_for == [r for s in rollout["steps"] for r in s["model_call_refs"]]
+    assert [c["model_call_id"] for c in doc["extra"]["harness_probe"]["unattached_model_calls"]] == side
+    back = atif_to_rollout(json.loads(json.dumps(doc)))
+    assert back["invocations"][0]["model_call_refs"] == rollout["invocations"][0]["model_call_refs"]
+    assert back["steps"] == rollout["steps"]
+
+
+# A compaction's side call is in no step, so ATIF's core fields (agent steps and their metrics) have no place for
+# it: only the extension keeps it (the test above); core fields alone are judged on the other episodes.
+@pytest.mark.parametrize("name", [n for n in _ATIF_EPISODES if n != "context_compaction"])
 def test_core_fields_alone_give_a_valid_rollout_and_name_what_atif_cannot_hold(name: str) -> None:
     rollout = json.loads((FIXTURES / name / "rollout.json").read_text())
     doc = _strip_extension(rollout_to_atif(rollout))
@@ -168,32 +195,83 @@ def test_audit_as_atif_of_a_broken_trajectory_fails_with_the_faults(tmp_path: Pa
     assert "not an ATIF trajectory" in res.results[0]["normalize"]["message"]
 
 
+_EXT = "extra.harness_probe"
+
+
+def _agent_step(doc: dict[str, Any]) -> dict[str, Any]:
+    return next(s for s in doc["steps"] if s["source"] == "agent" and s.get("tool_calls"))
+
+
 @pytest.mark.parametrize(
-    "damage",
+    ("damage", "where"),
     [
-        lambda x: x["order"]["model_calls"].append({"not": "an id"}),
-        lambda x: x["unattached_model_calls"].append("not a call"),
-        lambda x: x["unattached_model_calls"].append({}),
-        lambda x: x["unattached_steps"].append("not a step"),
+        (
+            lambda d: d["extra"]["harness_probe"]["order"]["model_calls"].append({"not": "an id"}),
+            "order.model_calls[3]",
+        ),
+        (
+            lambda d: d["extra"]["harness_probe"]["unattached_model_calls"].append("not a call"),
+            "unattached_model_calls[0]",
+        ),
+        (lambda d: d["extra"]["harness_probe"]["unattached_model_calls"].append({}), "unattached_model_calls[0]"),
+        (lambda d: d["extra"]["harness_probe"]["unattached_steps"].append("not a step"), "unattached_steps[0]"),
+        (
+            lambda d: d["extra"]["harness_probe"]["unattached_steps"].append({"step_no": [1]}),
+            "unattached_steps[0].step_no",
+        ),
+        (lambda d: d["extra"]["harness_probe"].update(model_call_refs=[{"id": 1}]), "model_call_refs[0]"),
+        (lambda d: d["extra"]["harness_probe"].update(gaps="none"), "gaps"),
+        (lambda d: d["extra"]["harness_probe"].update(invocation_id=7), "invocation_id"),
+        (lambda d: d["extra"]["harness_probe"].update(unknown=True), ""),
+        (lambda d: d["extra"].update(harness_probe=[]), ""),
+        (lambda d: _agent_step(d)["extra"]["harness_probe"]["model_calls"].append({"x": 1}), "model_calls[1]"),
+        (lambda d: _agent_step(d)["extra"]["harness_probe"].update(step_no="2"), "step_no"),
+        (lambda d: _agent_step(d)["tool_calls"][0]["extra"]["harness_probe"].update(record={}), "record"),
     ],
-    ids=["unhashable-order", "call-of-another-type", "call-without-id", "step-of-another-type"],
+    ids=[
+        "unhashable-order",
+        "call-of-another-type",
+        "call-without-id",
+        "step-of-another-type",
+        "unhashable-step-number",
+        "ref-of-another-type",
+        "gaps-not-a-list",
+        "invocation-id-not-a-string",
+        "unknown-key",
+        "extension-not-an-object",
+        "step-call-without-id",
+        "step-number-a-string",
+        "tool-record-without-id",
+    ],
 )
-def test_audit_as_atif_of_a_trajectory_whose_extension_does_not_hold_together_fails(
-    tmp_path: Path, damage: Any
+def test_audit_as_atif_of_a_trajectory_whose_extension_is_not_ours_fails_with_where(
+    tmp_path: Path, damage: Any, where: str
 ) -> None:
-    # Valid ATIF (`extra` is free-form there) written by a harness into native/: what does not read as a rollout is
-    # a finding against it (fail, with the reason), not the audit's error.
+    # Valid ATIF (`extra` is free-form there) written by a harness into native/: an extension that is not what
+    # probe-atif-extension/v1 says is a finding against it (fail, with where), not the audit's error.
     run = _run_dir(tmp_path, "tool_success")
     ep = run / "reference" / "tool_success"
     doc = rollout_to_atif(json.loads((ep / "rollout.json").read_text()))
-    damage(doc["extra"]["harness_probe"])
+    assert not extension_faults(doc)
+    damage(doc)
     validate_atif(doc)
     (ep / "native" / "logs").mkdir(parents=True)
     (ep / "native" / "logs" / "trajectory.json").write_text(json.dumps(doc))
     [result] = audit(run, tmp_path / "out", rollout_format="atif").results
     assert result["verdict"] == "fail"
     assert result["normalize"]["status"] == "error"
-    assert "does not read as a rollout" in result["normalize"]["message"]
+    message = result["normalize"]["message"]
+    assert "extra.harness_probe is not a valid probe-atif-extension/v1" in message
+    step = doc["steps"].index(_agent_step(doc))
+    at = [f"$.{_EXT}", f"$.steps[{step}].{_EXT}", f"$.steps[{step}].tool_calls[0].{_EXT}"]
+    assert any(f"{prefix}{'.' + where if where else ''}: " in message for prefix in at), message
+
+
+def test_every_export_of_the_golden_episodes_carries_a_valid_extension() -> None:
+    for name in _ATIF_EPISODES:
+        doc = rollout_to_atif(json.loads((FIXTURES / name / "rollout.json").read_text()))
+        assert extension_faults(doc) == [], name
+        assert doc["extra"]["harness_probe"]["rollout_format"] == "probe-rollout/v1"
 
 
 def test_unknown_rollout_format_and_harness_with_atif_are_refused(tmp_path: Path) -> None:
