@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -314,6 +318,22 @@ class Mitmdump:
         return events
 
 
+@functools.cache
+def ca_confdir() -> Path:
+    """One mitmproxy confdir with its certificate authority already made, for every mitmdump of this process.
+
+    Without it each mitmdump makes the authority in ~/.mitmproxy when it finds none there: on a fresh machine the
+    proxies a fixture starts together race, and one reads another's half-written key and exits at start-up. The
+    proxy image makes its authority once at build time for the same reason (images/proxy/Dockerfile).
+    """
+    from mitmproxy.certs import CertStore
+
+    confdir = Path(tempfile.mkdtemp(prefix="harness-probe-mitmproxy-ca-"))
+    atexit.register(shutil.rmtree, confdir, ignore_errors=True)
+    CertStore.from_store(confdir, "mitmproxy", 2048)
+    return confdir
+
+
 def start_mitmdump(directory: Path, scenario: dict[str, Any]) -> Mitmdump:
     """Launch the proxy's entry point with `scenario` (not waiting for it to listen: see `wait_listening`)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -336,6 +356,8 @@ def start_mitmdump(directory: Path, scenario: dict[str, Any]) -> Mitmdump:
         f"probe_witness={directory / 'witness.jsonl'}",
         "--set",
         f"probe_markers={directory / 'markers'}",
+        "--set",
+        f"confdir={ca_confdir()}",
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as sink:
