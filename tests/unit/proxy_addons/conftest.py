@@ -323,8 +323,8 @@ def ca_confdir() -> Path:
     """One mitmproxy confdir with its certificate authority already made, for every mitmdump of this process.
 
     Without it each mitmdump makes the authority in ~/.mitmproxy when it finds none there: on a fresh machine the
-    proxies a fixture starts together race, and one reads another's half-written key and exits at start-up. The
-    proxy image makes its authority once at build time for the same reason (images/proxy/Dockerfile).
+    proxies a fixture starts together race, and one reads another's half-written key and exits at start-up. (The
+    proxy image, likewise, makes its authority once, when it is built: images/proxy/Dockerfile.)
     """
     from mitmproxy.certs import CertStore
 
