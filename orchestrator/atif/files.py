@@ -16,8 +16,10 @@ from orchestrator.runtime.collect import Collection
 __all__ = ["ATIF_NAME", "ExportResult", "export_atif", "find_atif", "read_atif_rollout"]
 
 ATIF_NAME = "trajectory.json"
-# What an exported episode keeps besides its trajectory, so the export is itself an auditable run directory.
-_EVIDENCE = ("scenario.json", "witness.jsonl", "runtime.json", "markers")
+# What an exported episode keeps besides its trajectory, so the export is itself an auditable run directory: the run's
+# own result too, for its execution record (how the harness process ended), without which its audit could not judge
+# the process checks the run judged.
+_EVIDENCE = ("scenario.json", "witness.jsonl", "runtime.json", "markers", "scenario_result.json")
 
 
 def find_atif(episode: Path) -> Path | None:

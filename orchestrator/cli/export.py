@@ -23,8 +23,9 @@ def export_command(
 ) -> None:
     """Write OUTPUT/<harness>/<scenario>/trajectory.json (ATIF) for every episode with a rollout.json.
 
-    Each exported episode keeps its scenario, witness, runtime record and markers, so
-    `harness-probe audit OUTPUT --rollout-format atif` checks the trajectories against the same witness.
+    Each exported episode keeps its scenario, witness, runtime record, markers and the run's result (for how the
+    harness process ended), so `harness-probe audit OUTPUT --rollout-format atif` checks the trajectories against
+    the same evidence as the run.
     Facts ATIF has no field for (failed attempts, HTTP statuses, response ids, exit codes, gaps) are kept under
     `extra.harness_probe`. Exit code 0: all written; 2: an input error.
     """

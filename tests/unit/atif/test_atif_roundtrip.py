@@ -13,11 +13,12 @@ import pytest
 
 from orchestrator.atif import ATIF_GAPS, atif_to_rollout, extension_faults, rollout_to_atif, validate_atif
 from orchestrator.audit import audit
+from orchestrator.episode import write_json
 from orchestrator.evidence import faults, load_json
 from orchestrator.harnesses import get_harness
 from orchestrator.harnesses.mini_swe_agent_normalize import TRAJECTORY_NAME, normalize_trajectory
 from orchestrator.paths import EpisodePaths
-from orchestrator.verdict import normalize_native
+from orchestrator.verdict import collect_evidence, judge, normalize_native, read_rollout, result_skeleton
 from tests.unit.checks.conftest import FIXTURES
 from tests.unit.harnesses.captured import captured, fixtures, materialize, replay
 
@@ -152,8 +153,21 @@ def _statuses(out: Path) -> dict[str, Any]:
     }
 
 
-def test_export_then_audit_as_atif_gives_the_verdicts_of_the_run(tmp_path: Path) -> None:
+def _with_results(run: Path) -> None:
+    """Each episode's scenario_result.json as a run writes it, with the execution record its fixture holds."""
+    for ep in sorted(run.glob("reference/*")):
+        scenario = json.loads((ep / "scenario.json").read_text())
+        execution = json.loads((ep / "execution.json").read_text())
+        result = result_skeleton("reference", ep.name, "run-1", f"ep-{ep.name}", "2026-01-01T00:00:00.000Z", execution)
+        rollout, why = read_rollout(ep / "rollout.json")
+        judge(result, scenario, collect_evidence(scenario, EpisodePaths(ep), rollout, why))
+        result["finished_at"] = "2026-01-01T00:00:01.000Z"
+        write_json(ep / "scenario_result.json", result)
+
+
+def test_export_then_audit_as_atif_gives_the_check_results_of_the_run(tmp_path: Path) -> None:
     run = _run_dir(tmp_path, *_ATIF_EPISODES)
+    _with_results(run)
     exported = _cli("export", str(run), "-o", str(tmp_path / "atif"))
     assert exported.returncode == 0, exported.stderr
     for traj in sorted((tmp_path / "atif").glob("*/*/trajectory.json")):
@@ -163,6 +177,8 @@ def test_export_then_audit_as_atif_gives_the_verdicts_of_the_run(tmp_path: Path)
     via_atif = audit(tmp_path / "atif", tmp_path / "via-atif", rollout_format="atif")
     assert via_atif.exit_code == direct.exit_code == 0
     assert _statuses(tmp_path / "via-atif") == _statuses(tmp_path / "direct")
+    # The run's execution record went with the export: the process checks are judged on both sides.
+    assert {checks["process.exit_status"] for _, checks in _statuses(tmp_path / "via-atif").values()} == {"pass"}
     assert load_json(tmp_path / "via-atif" / "audit.json", "audit/v1")["rollout_format"] == "atif"
 
 
