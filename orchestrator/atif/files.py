@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.atif.read import atif_to_rollout
-from orchestrator.atif.validate import EXTENSION_FORMAT, extension_faults, load_atif, validate_atif
+from orchestrator.atif.validate import EXTENSION_FORMAT, load_atif, validate_atif, validate_extension
 from orchestrator.atif.write import rollout_to_atif
-from orchestrator.evidence import Fault, FormatError, load_json
+from orchestrator.evidence import FormatError, load_json
 from orchestrator.runtime.collect import Collection
 
 __all__ = ["ATIF_NAME", "ExportResult", "export_atif", "find_atif", "read_atif_rollout"]
@@ -40,22 +40,17 @@ def read_atif_rollout(episode: Path, harness_name: str) -> tuple[dict[str, Any] 
         doc = load_atif(path)
     except FormatError as exc:
         return None, f"not an ATIF trajectory: {exc}"
-    found = extension_faults(doc)
-    if found:
+    try:
+        validate_extension(doc, path.name)
+    except FormatError as exc:
         # Valid ATIF (`extra` is free-form there) whose extension is not ours as we write it: whoever wrote the
         # trajectory is answerable for it, as for a bad rollout.
-        return None, _named(found)
+        return None, f"the ATIF trajectory's extra.harness_probe is not a valid {EXTENSION_FORMAT}: {exc}"
     try:
         return atif_to_rollout(doc, harness_name), None
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
         # What the extension's schema lets through and still does not hold together as a rollout.
         return None, f"the ATIF trajectory does not read as a rollout: {type(exc).__name__}: {str(exc)[:300]}"
-
-
-def _named(found: list[Fault]) -> str:
-    shown = "; ".join(str(f) for f in found[:5])
-    more = f"; and {len(found) - 5} more" if len(found) > 5 else ""
-    return f"the ATIF trajectory's extra.harness_probe is not a valid {EXTENSION_FORMAT}: {shown}{more}"
 
 
 @dataclass
@@ -84,9 +79,7 @@ def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: st
             # one id make two subagent trajectories of one id); that episode is skipped, with the faults. The
             # extension is held to its own schema too, as a reader of the export will hold it.
             validate_atif(doc, f"ATIF export of {harness}/{scenario}")
-            found = extension_faults(doc)
-            if found:
-                raise FormatError(f"ATIF export of {harness}/{scenario}", found)
+            validate_extension(doc, f"the extension of the ATIF export of {harness}/{scenario}")
         except FormatError as exc:
             res.skipped.append(f"{harness}/{scenario}: {' '.join(str(exc).split())[:500]}")
             continue

@@ -13,7 +13,15 @@ from jsonschema import Draft202012Validator
 from orchestrator.atif.write import EXTENSION
 from orchestrator.evidence import Fault, FormatError, fragment_faults, schema_path
 
-__all__ = ["ATIF_FORMAT", "EXTENSION_FORMAT", "atif_faults", "extension_faults", "load_atif", "validate_atif"]
+__all__ = [
+    "ATIF_FORMAT",
+    "EXTENSION_FORMAT",
+    "atif_faults",
+    "extension_faults",
+    "load_atif",
+    "validate_atif",
+    "validate_extension",
+]
 
 ATIF_FORMAT = "atif/v1"
 EXTENSION_FORMAT = "probe-atif-extension/v1"
@@ -101,6 +109,12 @@ def _extension(node: dict[str, Any], place: str, at: str) -> list[Fault]:
     if not isinstance(extra, dict) or EXTENSION not in extra:
         return []
     return fragment_faults(extra[EXTENSION], EXTENSION_FORMAT, f"/$defs/{place}", f"{at}.extra.{EXTENSION}")
+
+
+def validate_extension(doc: dict[str, Any], what: str) -> None:
+    found = extension_faults(doc)
+    if found:
+        raise FormatError(what, found)
 
 
 def validate_atif(doc: Any, what: str = "ATIF trajectory") -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from orchestrator.atif import ATIF_GAPS, atif_to_rollout, extension_faults, rollout_to_atif, validate_atif
-from orchestrator.audit import audit
+from orchestrator.audit import audit, find_episodes
 from orchestrator.episode import write_json
 from orchestrator.evidence import faults, load_json
 from orchestrator.harnesses import get_harness
@@ -334,3 +334,23 @@ def test_export_skips_a_rollout_that_makes_no_valid_atif(tmp_path: Path) -> None
         exported.stderr
     )
     assert sorted(p.parent.name for p in (tmp_path / "atif").glob("*/*/trajectory.json")) == ["tool_success"]
+
+
+def test_export_skips_an_episode_whose_extension_would_not_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer's own output is held to the extension's schema: a trajectory a reader would refuse is never left.
+    import orchestrator.atif.files as files
+
+    def broken(rollout: dict[str, Any], version: str) -> dict[str, Any]:
+        doc = rollout_to_atif(rollout, version)
+        doc["extra"]["harness_probe"]["gaps"] = "none"
+        return doc
+
+    monkeypatch.setattr(files, "rollout_to_atif", broken)
+    run = _run_dir(tmp_path, "tool_success")
+    res = files.export_atif(find_episodes(run), tmp_path / "atif")
+    assert res.written == []
+    [why] = res.skipped
+    assert why.startswith("reference/tool_success: the extension of the ATIF export of reference/tool_success")
+    assert "$.extra.harness_probe.gaps:" in why
