@@ -15,11 +15,12 @@ from typing import Any, overload
 import structlog
 
 from orchestrator import __version__
-from orchestrator.atif import ATIF_NAME, read_atif_rollout
+from orchestrator.atif import read_atif_rollout
+from orchestrator.audit_copy import EvidenceCopy
 from orchestrator.episode import now_iso, write_json
 from orchestrator.evidence import Fault, FormatError, load_json, validate
 from orchestrator.evidence.bulk import gc_paused
-from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes
+from orchestrator.evidence.jsonread import JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report.output import write_streamed
@@ -34,13 +35,6 @@ log = structlog.get_logger(__name__)
 
 __all__ = ["AuditResult", "InputChanged", "SavedResults", "audit", "episode_names", "find_episodes"]
 
-# Evidence copied into the audit directory, so its summary hashes the same files the verdicts rest on. What a run
-# collected out of its containers is copied under the caps its collection drew on, counted as it counted them and
-# in its order, so an untouched run's evidence is copied whole; what a run writes itself (the rollout, of
-# any size a reader takes) is copied file by file, each up to the JSON reader's cap.
-_COLLECTED = ("harness.log", "native", "proxy.log", "witness.jsonl", "markers")
-_UNCOUNTED = ("harness.log", "native", "proxy.log")  # a run counted what they hold, not themselves
-_WRITTEN = ("rollout.json", "runtime.json", "scenario.json", ATIF_NAME)
 ROLLOUT_FORMATS = ("probe", "atif")
 
 
@@ -115,21 +109,6 @@ def find_episodes(source: Path) -> list[tuple[str, str, Path]]:
     return [(h, s, source / h / s) for h, s in episode_names(source)]
 
 
-def _copy(src: Path, dest: Path, limits: CollectLimits) -> Collection:
-    """The evidence, copied as a run collects it: regular files and folders only, under the same caps."""
-    dest.mkdir(parents=True)
-    copied = Collection(limits)
-    for name in _COLLECTED:
-        copied.copy_tree(src / name, dest / name, name, counted=name not in _UNCOUNTED)
-    for name in _WRITTEN:
-        # Each under a cap of its own: what the JSON reader would refuse whole is not copied either.
-        alone = Collection(CollectLimits(max_bytes=MAX_FILE_BYTES, max_files=1))
-        alone.copy_tree(src / name, dest / name, name)
-        for finding in alone.findings:
-            copied.note(finding)
-    return copied
-
-
 def _suite(source: Path, episodes: list[tuple[str, str]]) -> dict[str, Any]:
     path = RunPaths(source).suite
     if os.path.lexists(path):
@@ -178,60 +157,69 @@ def _audit_episode(
     rollout_format: str,
     limits: CollectLimits,
 ) -> dict[str, Any]:
-    copied = _copy(src, dest.root, limits)
-    old: dict[str, Any] | None = None
-    try:
-        old = load_json(src / "scenario_result.json", "scenario-result/v1")
-    except FormatError as exc:
-        if _is(src / "scenario_result.json", stat.S_IFREG) or os.path.lexists(src / "scenario_result.json"):
-            # A saved result we cannot read is no reason not to re-check the evidence; it is named instead.
-            copied.note(Finding("special", "scenario_result.json", f"not used: {str(exc).splitlines()[-1].strip()}"))
-    execution = (
-        old["execution"]
-        if old
-        else {"status": "unknown", "exit_code": None, "seconds": 0.0, "timeout_seconds": 0.0, "error": None}
-    )
-    result = result_skeleton(
-        harness_name,
-        scenario_name,
-        suite["run_id"],
-        old["episode_id"] if old else f"audit-{harness_name}-{scenario_name}",
-        old["started_at"] if old else now_iso(),
-        execution,
-    )
-    # The run's own collection record stands (an audit of an untouched copy reproduces the result byte for byte);
-    # what the audit's copy met beyond it (a link planted in the saved folder since) is added to its findings.
-    result["collection"] = _collection_record(old, copied)
-    try:
-        # The inputs hold no cycle (JSON data, their indexes): the collector need not walk their millions of objects
-        # while they are read, nor again and again while the checks run (seconds on a 100,000-call rollout), so
-        # they are read with it paused and then frozen out of its sight. Thawed when the episode ends.
-        with gc_paused():
-            scenario = load_json(dest.scenario, "probe-scenario/v1")
-            if harness is not None:
-                rollout, result["normalize"] = normalize_native(harness, dest.native)
-                if rollout is not None:
-                    write_json(dest.rollout, rollout)
-                why = result["normalize"]["message"]
-            elif rollout_format == "atif":
-                # The saved rollout.json is not what is audited here: drop the copy so nothing reads it by mistake.
-                dest.rollout.unlink(missing_ok=True)
-                rollout, why = read_atif_rollout(src, harness_name)
-                if rollout is not None:
-                    write_json(dest.rollout, rollout)
-                result["normalize"] = {"status": "ok" if rollout is not None else "error", "message": why}
-            else:
-                rollout, why = read_rollout(dest.rollout)
-                result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
-            ev = collect_evidence(scenario, dest, rollout, why, limits.max_bytes)
-            gc.freeze()
-        # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
-        ev.rollout_parsed = rollout_format == "probe"
-        judge(result, scenario, ev)
-    except Exception as exc:  # one broken episode is reported as an error; the others are still audited
-        result["execution"] = {**execution, "status": "error", "error": f"audit failed: {type(exc).__name__}: {exc}"}
-        result["verdict"] = "error"
-        (dest.root / "audit-error.txt").write_text(traceback.format_exc())
+    with EvidenceCopy(src, dest.root, limits) as copying:
+        old: dict[str, Any] | None = None
+        try:
+            old = load_json(src / "scenario_result.json", "scenario-result/v1")
+        except FormatError as exc:
+            if _is(src / "scenario_result.json", stat.S_IFREG) or os.path.lexists(src / "scenario_result.json"):
+                # A saved result we cannot read is no reason not to re-check the evidence; it is named instead.
+                copying.note(
+                    Finding("special", "scenario_result.json", f"not used: {str(exc).splitlines()[-1].strip()}")
+                )
+        execution = (
+            old["execution"]
+            if old
+            else {"status": "unknown", "exit_code": None, "seconds": 0.0, "timeout_seconds": 0.0, "error": None}
+        )
+        result = result_skeleton(
+            harness_name,
+            scenario_name,
+            suite["run_id"],
+            old["episode_id"] if old else f"audit-{harness_name}-{scenario_name}",
+            old["started_at"] if old else now_iso(),
+            execution,
+        )
+        result["collection"] = None  # its place among the keys; filled once the copy is whole
+        try:
+            # The inputs hold no cycle (JSON data, their indexes): the collector need not walk their millions of
+            # objects while they are read, nor again and again while the checks run (seconds on a 100,000-call
+            # rollout), so they are read with it paused and then frozen out of its sight. Thawed when the episode
+            # ends.
+            with gc_paused():
+                scenario = load_json(dest.scenario, "probe-scenario/v1")
+                if harness is not None:
+                    rollout, result["normalize"] = normalize_native(harness, dest.native)
+                    if rollout is not None:
+                        write_json(dest.rollout, rollout)
+                    why = result["normalize"]["message"]
+                elif rollout_format == "atif":
+                    # The saved rollout.json is not what is audited here: drop the copy so nothing reads it by mistake.
+                    dest.rollout.unlink(missing_ok=True)
+                    rollout, why = read_atif_rollout(src, harness_name)
+                    if rollout is not None:
+                        write_json(dest.rollout, rollout)
+                    result["normalize"] = {"status": "ok" if rollout is not None else "error", "message": why}
+                else:
+                    rollout, why = read_rollout(dest.rollout)
+                    result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
+                ev = collect_evidence(scenario, dest, rollout, why, limits.max_bytes, markers_ready=copying.wait)
+                gc.freeze()
+            # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
+            ev.rollout_parsed = rollout_format == "probe"
+            judge(result, scenario, ev)
+        except Exception as exc:  # one broken episode is reported as an error; the others are still audited
+            result["execution"] = {
+                **execution,
+                "status": "error",
+                "error": f"audit failed: {type(exc).__name__}: {exc}",
+            }
+            result["verdict"] = "error"
+            (dest.root / "audit-error.txt").write_text(traceback.format_exc())
+        # The run's own collection record stands (an audit of an untouched copy reproduces the result byte for
+        # byte); what the audit's copy met beyond it (a link planted in the saved folder since) is added to its
+        # findings.
+        result["collection"] = _collection_record(old, copying.wait())
     result["finished_at"] = old["finished_at"] if old else now_iso()
     validate(result, "scenario-result/v1", "scenario_result")
     write_json(dest.result, result)

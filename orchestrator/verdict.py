@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +59,11 @@ def collect_evidence(
     rollout: dict[str, Any] | None,
     why: str | None,
     collected_bytes: int = MAX_FILE_BYTES,
+    markers_ready: Callable[[], object] | None = None,
 ) -> Evidence:
     """`collected_bytes`: the byte cap the witness was collected under; a witness it let through is read, however
-    far past the reader's usual cap it goes (a user who raised the cap asked for the memory it takes)."""
+    far past the reader's usual cap it goes (a user who raised the cap asked for the memory it takes).
+    `markers_ready`: called before the markers folder is read (an audit's copy of it may still be under way)."""
     ev = Evidence(scenario=scenario, rollout=rollout)
     if rollout is None:
         ev.errors["rollout"] = why or "no rollout"
@@ -68,6 +71,8 @@ def collect_evidence(
         ev.witness = read_witness(paths.witness, max(MAX_FILE_BYTES, collected_bytes))
     except FormatError as exc:
         ev.errors["witness"] = str(exc)
+    if markers_ready is not None:
+        markers_ready()
     if paths.markers.is_dir() and not paths.markers.is_symlink():
         ev.markers = _markers(paths.markers)
     return ev

@@ -1,14 +1,16 @@
 """Benchmark: the offline audit at scale: one rollout of 100,000 calls; 1,000 and 10,000 saved episodes.
 
-Run with `make bench`. Each measurement runs in its own process (so peak RSS is its own) and prints wall and CPU
-seconds (CPU is the honest figure on a shared machine) against its target; targets live here, not in timed tests.
+Run with `make bench`, on a quiet machine. Each measurement runs in its own process (so peak RSS is its own) and
+prints wall and CPU seconds against its target; targets live here, not in timed tests.
 
 The 100,000-call rollout is audited from two sources: one marker file per tool call (100,000 files, more than a
-run ever saves), and the episode as a run saves it, with the markers its collection's file cap let it copy. The
-whole audit's CPU is split into user and system time: system time is mostly the file system creating the copy's
+run ever saves), and the episode as a run saves it, with the markers its collection's file cap let it copy. Its
+target ("audits in under 10 s") is the wait, the wall time: the audit copies the markers in a child process on
+another core while it reads the episode's JSON, so its CPU (printed beside, the child's included) is more than
+the wait. CPU is split into user and system time: system time is mostly the file system creating the copy's
 files, which on ext4 without a journal (as on the machine these figures were taken on) varies several-fold with
 what was deleted on the disk in the minutes before (its inode allocator passes over recently freed inodes one by
-one), whatever the audit's own code does.
+one), and this VM zeroing the pages of fresh memory, whatever the audit's own code does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from orchestrator.audit import audit
 from orchestrator.checks import Evidence, Status, read_witness, run_checks, scope_of
@@ -39,6 +42,12 @@ EPISODE_MEMORY_GROWTH = 1.2
 
 
 def _peak_mib() -> float:
+    """This process's peak RSS. Linux's VmHWM, which starts again at exec: getrusage's maxrss is kept across exec,
+    so a child started by a large process would report its parent's peak."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -88,24 +97,63 @@ def bench_big_rollout(n: int, tmp: Path, as_saved: bool = False) -> None:
     checks = _since(t)
     failed = [r.id for r in results if r.status == Status.FAIL]
     assert not failed, failed
-    del w, ev, results
-    t, times = _clock(), os.times()
-    res = audit(tmp / "saved", tmp / "audited")
-    cpu = time.process_time() - t[1]
-    whole = _since(t)
-    user, system = os.times().user - times.user, os.times().system - times.system
+    lines, copied = len(events), len(saved)
+    del w, ev, results, scenario, rollout, events, markers, saved
+    a = _audit_alone(tmp / "saved", tmp / "audited")
     # One marker per tool call: past the collection's file cap (20,000) and the marker read cap (10,000), the
     # markers are not saved, copied or read, so the audit of this honest rollout fails exactly that check.
-    failed = {c["id"] for c in res.results[0]["checks"] if c["status"] == "fail"}
+    failed = set(a["failed"])
     assert failed <= {"witness.tools_executed"}, failed
-    met = "met" if cpu < ROLLOUT_TARGET_SECONDS else "NOT met"
-    source = f"{len(saved):,} marker files, as a run saves it" if as_saved else "one marker file per tool call"
+    met = "met" if a["wall"] < ROLLOUT_TARGET_SECONDS else "NOT met"
+    cpu = a["user"] + a["system"] + a["child"]
+    # Until the copy had a child of its own, CPU was the wait; it is still printed against the target, as the
+    # stricter reading (the wait on a machine with one core).
+    strict = "met" if cpu < ROLLOUT_TARGET_SECONDS else "NOT met"
+    source = f"{copied:,} marker files, as a run saves it" if as_saved else "one marker file per tool call"
     print(
-        f"rollout of {n} calls ({len(events)} witness lines; {source}): read+validate witness {read}; all checks "
-        f"{checks}; whole audit {whole} ({user:.1f} user + {system:.1f} system; target < "
-        f"{ROLLOUT_TARGET_SECONDS:.0f} s CPU: {met}), peak RSS {_peak_mib():.0f} MiB; verdict "
-        f"{res.results[0]['verdict']} (failed: {', '.join(sorted(failed)) or 'none'}; markers past the collection "
-        "caps are not read)"
+        f"rollout of {n} calls ({lines} witness lines; {source}): read+validate witness {read}; all checks "
+        f"{checks}; whole audit {a['wall']:.1f} s wall (target < {ROLLOUT_TARGET_SECONDS:.0f} s: {met}), {cpu:.1f} s "
+        f"CPU ({a['user']:.1f} user + {a['system']:.1f} system, + {a['child']:.1f} in the child copying the "
+        f"markers; < {ROLLOUT_TARGET_SECONDS:.0f} s CPU: {strict}), peak RSS {a['rss']:.0f} MiB; verdict "
+        f"{a['verdict']} (failed: {', '.join(sorted(failed)) or 'none'}; markers past the collection caps are not "
+        "read)"
+    )
+
+
+def _audit_alone(src: Path, out: Path) -> dict[str, Any]:
+    """The audit of src in a process of its own, as a user's `harness-probe audit` runs (its imports not counted):
+    in the bench's process the collector would walk the bench's own million objects at every full collection."""
+    res = subprocess.run(
+        [sys.executable, "-m", "tests.bench.audit_scale", "audit", str(src), str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    return found
+
+
+def audit_alone(src: Path, out: Path) -> None:
+    t, times = _clock(), os.times()
+    res = audit(src, out)
+    wall = time.perf_counter() - t[0]
+    now = os.times()
+    # The audit's copy of the markers runs in a child of its own (orchestrator/audit_copy.py): its CPU is the
+    # audit's too.
+    child = now.children_user + now.children_system - times.children_user - times.children_system
+    result = res.results[0]
+    print(
+        json.dumps(
+            {
+                "wall": wall,
+                "user": now.user - times.user,
+                "system": now.system - times.system,
+                "child": child,
+                "rss": _peak_mib(),
+                "verdict": result["verdict"],
+                "failed": [c["id"] for c in result["checks"] if c["status"] == "fail"],
+            }
+        )
     )
 
 
@@ -128,6 +176,10 @@ def _rss(line: str) -> float:
 
 
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "audit":
+        configure_logging(LogFormat.human, -1)
+        audit_alone(Path(sys.argv[2]), Path(sys.argv[3]))
+        return
     if len(sys.argv) == 3 and sys.argv[1] in ("rollout", "rollout-saved", "episodes"):
         configure_logging(LogFormat.human, -1)  # warnings only: one line per episode would swamp the figures
         n, kind = int(sys.argv[2]), sys.argv[1]

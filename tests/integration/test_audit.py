@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.audit import _copy
+from orchestrator.audit_copy import copy_evidence
 from orchestrator.report import without_timestamps
 from orchestrator.runtime.collect import CollectLimits
 from tests.integration.conftest import Images, hp
@@ -38,5 +38,5 @@ def test_audit_of_a_copied_run_reproduces_the_summary(images: Images, tmp_path: 
     # what the run copied whole under its caps, the audit copies whole under the same caps.
     for ep in ("tool_success", "retry_429"):
         record = json.loads((run / "reference" / ep / "scenario_result.json").read_text())["collection"]
-        again = _copy(copied / "reference" / ep, tmp_path / "recount" / ep, CollectLimits())
+        again = copy_evidence(copied / "reference" / ep, tmp_path / "recount" / ep, CollectLimits())
         assert (again.files, again.copied, again.findings) == (record["files"], record["bytes"], [])

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import orchestrator.audit as audit_mod
+import orchestrator.audit_copy as audit_copy
 import orchestrator.verdict as verdict_mod
 from orchestrator.audit import InputChanged, audit
 from orchestrator.evidence import load_json
@@ -86,7 +87,7 @@ def test_a_run_s_own_files_do_not_draw_on_what_its_collection_could_copy(tmp_pat
 def test_a_rollout_past_the_reader_s_cap_is_not_copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = _layout(tmp_path, "tool_success")
     size = (src / "reference" / "tool_success" / "rollout.json").stat().st_size
-    monkeypatch.setattr(audit_mod, "MAX_FILE_BYTES", size - 1)
+    monkeypatch.setattr(audit_copy, "MAX_FILE_BYTES", size - 1)
     res = audit(src, tmp_path / "out")
     result = res.results[0]
     assert [(f["kind"], f["path"]) for f in result["collection"]["findings"]] == [("over_cap_file", "rollout.json")]
