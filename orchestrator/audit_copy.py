@@ -2,8 +2,8 @@
 
 The verdicts of an audit rest on the files it copied (its summary hashes them), so the copy comes before any reading.
 Its one slow part is the markers folder: up to 20,000 small files, each costing the file system an inode, which
-on some disks is most of an audit's time, all of it in the kernel and none of it needed before the checks read the
-markers. So that folder is copied by a forked child, on another core, while this process reads the episode's JSON;
+on some disks is seconds of an audit's time, all of it in the kernel and none of it needed before the checks read
+the markers. So that folder is copied by a forked child, on another core, while this process reads the episode's JSON;
 the child starts with this collection's counts and hands back what it added, so the copy is the one a sequential
 copy makes: the same files, counted in the same order under the same caps, its findings in the same order.
 """
