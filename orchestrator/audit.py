@@ -17,17 +17,17 @@ import structlog
 from orchestrator import __version__
 from orchestrator.atif import read_atif_rollout
 from orchestrator.audit_copy import EvidenceCopy
-from orchestrator.episode import now_iso, write_json
+from orchestrator.errors import BadOption, InputChanged
 from orchestrator.evidence import Fault, FormatError, load_json, validate
 from orchestrator.evidence.bulk import gc_paused
 from orchestrator.evidence.jsonread import JsonFault, read_bytes
 from orchestrator.harnesses import Harness
+from orchestrator.output import check_output, make_output, now_iso, write_json
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report.output import write_streamed
 from orchestrator.report.summary import SummaryBuilder
 from orchestrator.runtime.collect import Collection, CollectLimits, Finding
 from orchestrator.scenarios import list_scenarios
-from orchestrator.suite import OutputExists
 from orchestrator.treehash import TreeHashes, write_audit_record
 from orchestrator.verdict import collect_evidence, judge, normalize_native, read_rollout, result_skeleton
 
@@ -36,10 +36,6 @@ log = structlog.get_logger(__name__)
 __all__ = ["AuditResult", "InputChanged", "SavedResults", "audit", "episode_names", "find_episodes"]
 
 ROLLOUT_FORMATS = ("probe", "atif")
-
-
-class InputChanged(RuntimeError):
-    """A source file changed while the audit read it: its verdicts would rest on nothing fixed."""
 
 
 class SavedResults(Sequence[dict[str, Any]]):
@@ -269,11 +265,10 @@ def audit(
     collected is copied under them again.
     """
     if rollout_format not in ROLLOUT_FORMATS:
-        raise ValueError(f"unknown rollout format {rollout_format!r} (known: {', '.join(ROLLOUT_FORMATS)})")
+        raise BadOption(f"unknown rollout format {rollout_format!r} (known: {', '.join(ROLLOUT_FORMATS)})")
     if harness is not None and rollout_format != "probe":
-        raise ValueError("--harness re-normalizes native logs; it cannot be combined with --rollout-format atif")
-    if output.exists():
-        raise OutputExists(f"output directory {output} already exists; choose a new one (results are never mixed)")
+        raise BadOption("--harness re-normalizes native logs; it cannot be combined with --rollout-format atif")
+    check_output(output)
     # Names only: an episode's folder is source/harness/scenario, made again when needed (10,000 Paths add up).
     episodes = episode_names(source)
     if not episodes:
@@ -296,7 +291,7 @@ def _audit_all(
     limits: CollectLimits,
 ) -> int:
     suite = _suite(source, episodes)
-    output.mkdir(parents=True)
+    make_output(output)
     started = now_iso()
     write_json(RunPaths(output).suite, suite)
     # Each result goes to the summary's builder as its episode ends (the builder keeps it on disk, not in memory).

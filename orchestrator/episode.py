@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import time
 import traceback
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -22,6 +18,7 @@ from orchestrator.evidence import validate
 from orchestrator.harnesses import Harness, LaunchContext
 from orchestrator.harnesses.isolated import Normalizer
 from orchestrator.images import BuiltImage
+from orchestrator.output import now_iso, write_json
 from orchestrator.paths import EpisodePaths
 from orchestrator.resources import build_info
 from orchestrator.runtime import ContainerHandle, ContainerSpec, PodRuntime, PodSpec, create_labels
@@ -35,12 +32,10 @@ __all__ = [
     "EpisodeImages",
     "EpisodePlan",
     "PodReady",
-    "now_iso",
     "plan_episode",
     "play_episode",
     "run_episode",
     "set_up_ahead",
-    "write_json",
 ]
 
 PROXY_READY = b"DNS server listening at"
@@ -50,17 +45,6 @@ POD_SETUP_ATTEMPTS = 2
 # Per container. CPU is a share of one core: a harness burning CPU cannot starve the proxy or the host.
 HARNESS_CPUS, HARNESS_MEMORY, HARNESS_PIDS = 1.0, "2g", 512
 PROXY_CPUS, PROXY_MEMORY, PROXY_PIDS = 1.0, "1g", 256
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Atomic: a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
-    os.replace(tmp, path)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 import docker.errors
 import structlog
 
+from orchestrator.errors import BuildError
 from orchestrator.evidence import FormatError, load_json
 from orchestrator.harnesses import plugin_image_folders
 from orchestrator.resources import images_dir, proxy_addons_dir
@@ -43,10 +44,6 @@ __all__ = [
     "image_names",
     "parent_of",
 ]
-
-
-class BuildError(RuntimeError):
-    """An image could not be built; the message carries the tail of the build log."""
 
 
 @dataclass(frozen=True)

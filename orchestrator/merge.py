@@ -10,17 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.episode import write_json
+from orchestrator.errors import InputError
 from orchestrator.evidence import FormatError, load_json, validate
+from orchestrator.output import check_output, make_output, write_json
 from orchestrator.paths import RunPaths
 from orchestrator.report import report_run
 from orchestrator.scenarios import list_scenarios
-from orchestrator.suite import OutputExists
 
 __all__ = ["IncompleteShard", "InconsistentShards", "MergeError", "MergeResult", "OverlappingShards", "merge_runs"]
 
 
-class MergeError(ValueError):
+class MergeError(InputError, ValueError):
     """The inputs cannot be one run; the subclass names why."""
 
 
@@ -122,8 +122,7 @@ def _union(items: list[list[dict[str, Any]]], key: str) -> list[dict[str, Any]]:
 
 def merge_runs(sources: list[Path], output: Path) -> MergeResult:
     """Combine run directories (typically the N shards of one grid) into `output`, a new run directory."""
-    if output.exists():
-        raise OutputExists(f"output directory {output} already exists; choose a new one (results are never mixed)")
+    check_output(output)
     if not sources:
         raise MergeError("nothing to merge")
     loaded = [_load(p) for p in sources]
@@ -148,7 +147,7 @@ def merge_runs(sources: list[Path], output: Path) -> MergeResult:
     if "timeout_seconds" in ordered[0].suite:
         suite["timeout_seconds"] = ordered[0].suite["timeout_seconds"]
     validate(suite, "suite/v1", "merged suite.json")
-    output.mkdir(parents=True)
+    make_output(output)
     try:
         return _write(output, suite, ordered)
     except BaseException:

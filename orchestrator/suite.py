@@ -20,11 +20,13 @@ import structlog
 
 from orchestrator import __version__
 from orchestrator.ahead import PodsAhead
-from orchestrator.episode import EpisodeImages, now_iso, plan_episode, play_episode, write_json
+from orchestrator.episode import EpisodeImages, plan_episode, play_episode
+from orchestrator.errors import EXIT_ERROR, OutputExists
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.harnesses.isolated import start_server
 from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
+from orchestrator.output import make_output, now_iso, write_json
 from orchestrator.parallel import long_first, run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.resources import input_key, scenario_schema_path
@@ -37,14 +39,9 @@ log = structlog.get_logger(__name__)
 
 __all__ = ["EXIT_ERROR", "OutputExists", "RunConfig", "SuiteResult", "run_suite"]
 
-EXIT_ERROR = 2
 # A version command that never ends is killed after this long (or the episode timeout, if shorter).
 VERSION_TIMEOUT_SECONDS = 60.0
 PROXY_WRITABLE = {"/home/probe": "64m", "/tmp": "64m"}
-
-
-class OutputExists(FileExistsError):
-    """Results are never overwritten or mixed: an existing output directory is refused."""
 
 
 @dataclass
@@ -130,9 +127,7 @@ def run_suite(
     on_harness_ended: Callable[[str, str], None] | None = None,
 ) -> SuiteResult:
     out = RunPaths(cfg.output)
-    if cfg.output.exists():
-        raise OutputExists(f"output directory {cfg.output} already exists; choose a new one (results are never mixed)")
-    cfg.output.mkdir(parents=True)
+    make_output(cfg.output)
     run_id = new_run_id()
     engine.sweep()
     try:

@@ -11,6 +11,7 @@ from orchestrator.atif.read import atif_to_rollout
 from orchestrator.atif.validate import EXTENSION_FORMAT, load_atif, validate_atif, validate_extension
 from orchestrator.atif.write import rollout_to_atif
 from orchestrator.evidence import FormatError, load_json
+from orchestrator.output import make_output
 from orchestrator.runtime.collect import Collection
 
 __all__ = ["ATIF_NAME", "ExportResult", "export_atif", "find_atif", "read_atif_rollout"]
@@ -67,7 +68,7 @@ def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: st
     the collection's caps), what was not copied named among the skipped.
     """
     res = ExportResult()
-    output.mkdir(parents=True)
+    make_output(output)
     for harness, scenario, ep in episodes:
         rollout, why = _valid_rollout(ep / "rollout.json")
         if rollout is None:

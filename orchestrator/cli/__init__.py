@@ -10,8 +10,10 @@ from typing import Annotated, NoReturn
 
 import click
 import typer
+from typer.core import TyperGroup
 
 from orchestrator.cli import audit, ci, cleanup, doctor, export, harnesses, images, merge, results, run, scenarios
+from orchestrator.errors import EXIT_ERROR, HarnessProbeError, one_line
 from orchestrator.logs import LogFormat, configure_logging
 from orchestrator.resources import build_info
 from orchestrator.runtime import install_interrupt_handlers
@@ -19,10 +21,32 @@ from orchestrator.runtime import install_interrupt_handlers
 __all__ = ["app", "main"]
 
 # Usage errors share exit code 2 with input and execution errors: 1 is reserved for a failed check.
-EXIT_USAGE = 2
+EXIT_USAGE = EXIT_ERROR
+
+
+def report_error(exc: HarnessProbeError) -> None:
+    """`harness-probe: Name: first line` on stderr; further lines of the message (a schema's faults, a build log's
+    tail, each runtime's reason) follow as they are."""
+    lines = str(exc).strip().splitlines()
+    typer.echo(f"harness-probe: {one_line(exc)}", err=True)
+    for line in lines[1:]:
+        typer.echo(line, err=True)
+
+
+class _Commands(TyperGroup):
+    """The root group: every command's HarnessProbeError ends here, as one named message and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except HarnessProbeError as exc:
+            report_error(exc)
+            raise typer.Exit(EXIT_ERROR) from None
+
 
 app = typer.Typer(
     name="harness-probe",
+    cls=_Commands,
     help=(
         "Probe AI agent harnesses in containers: a scripted provider (mitmproxy) plays the model, writes an "
         "independent witness of every exchange, and checks compare it with what the harness reports."

@@ -8,10 +8,8 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.run import parse_harness_args
-from orchestrator.evidence import FormatError
 from orchestrator.harnesses import get_harness
 from orchestrator.runtime.collect import CollectLimits
-from orchestrator.suite import EXIT_ERROR, OutputExists
 
 
 def audit_command(
@@ -56,14 +54,11 @@ def audit_command(
     Writes scenario_result.json per episode, summary.json, report.md, report.html and junit.xml into OUTPUT.
     Exit code 0: every P0 gate passes; 1: a check failed; 2: an input error or an input changed while read.
     """
-    from orchestrator.audit import InputChanged, audit  # loaded on use: `run` needs none of it
+    from orchestrator.audit import audit  # loaded on use: `run` needs none of it
 
-    try:
-        h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None
-        limits = CollectLimits(max_bytes=collect_max_bytes, max_files=collect_max_files)
-        res = audit(source, output, h, rollout_format, limits)
-    except (KeyError, ValueError, FormatError, OutputExists, InputChanged) as exc:
-        typer.echo(f"harness-probe: {str(exc).strip(chr(39))}", err=True)
-        raise typer.Exit(EXIT_ERROR) from None
+    # Input errors (unknown harness, bad option or file, output exists, input changed) are the CLI root's to report.
+    h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None
+    limits = CollectLimits(max_bytes=collect_max_bytes, max_files=collect_max_files)
+    res = audit(source, output, h, rollout_format, limits)
     typer.echo(f"audited {len(res.results)} episode(s): {res.output.resolve()}")
     raise typer.Exit(res.exit_code)

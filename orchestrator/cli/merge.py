@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.suite import EXIT_ERROR, OutputExists
-
 
 def merge_command(
     sources: Annotated[
@@ -22,12 +20,8 @@ def merge_command(
     things (profile, harness-probe version, scenario, image id or harness options: InconsistentShards) and
     unfinished runs (IncompleteShard). Exit code as `run`: 0 pass, 1 a check failed, 2 an error or a missing episode.
     """
-    from orchestrator.merge import MergeError, merge_runs  # loaded on use: `run` needs none of it
+    from orchestrator.merge import merge_runs  # loaded on use: `run` needs none of it
 
-    try:
-        res = merge_runs(sources, output)
-    except (MergeError, OutputExists) as exc:
-        typer.echo(f"harness-probe: {type(exc).__name__}: {exc}", err=True)
-        raise typer.Exit(EXIT_ERROR) from None
+    res = merge_runs(sources, output)  # a MergeError or OutputExists is the CLI root's to report, named
     typer.echo(f"merged {len(res.results)} episode(s) from {len(sources)} run(s): {res.output.resolve()}")
     raise typer.Exit(res.exit_code)

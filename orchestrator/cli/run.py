@@ -12,14 +12,14 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, build_options, connect
-from orchestrator.evidence import FormatError
+from orchestrator.errors import EXIT_ERROR
 from orchestrator.harnesses import Harness, get_harness
-from orchestrator.images import BuildError
+from orchestrator.output import check_output
 from orchestrator.parallel import default_jobs, parse_shard, shard_slice
 from orchestrator.progress import Progress
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios, load_scenario
-from orchestrator.suite import EXIT_ERROR, OutputExists, RunConfig, SuiteResult, run_suite
+from orchestrator.suite import RunConfig, SuiteResult, run_suite
 
 _SYMBOL = {"pass": "✓", "fail": "✗", "not_applicable": "—"}
 
@@ -94,14 +94,15 @@ def run(
 
     Exit code 0: every episode passes the P0 gate; 1: a check failed; 2: an input or execution error.
     """
+    # Unknown harnesses, bad options and scenarios, an output that exists or cannot be made: named input errors
+    # (orchestrator.errors), reported by the CLI's root, before any engine is asked.
+    harnesses: list[Harness] = [get_harness(h, parse_harness_args(harness_arg or [])) for h in harness]
+    scenarios: list[Scenario] = [load_scenario(s) for s in scenario] if scenario else list_scenarios()
     try:
-        harnesses: list[Harness] = [get_harness(h, parse_harness_args(harness_arg or [])) for h in harness]
-        scenarios: list[Scenario] = [load_scenario(s) for s in scenario] if scenario else list_scenarios()
         shard_of = parse_shard(shard) if shard else None
-    except (KeyError, ValueError, FormatError) as exc:
-        raise _fail(str(exc).strip("'\"")) from None
-    if output.exists():
-        raise _fail(f"output directory {output} already exists; choose a new one (results are never mixed)")
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    check_output(output)
     engine = connect(runtime, image_archives)
     console = Console(stderr=True)
     limits = CollectLimits(collect_max_bytes, collect_max_files, collect_timeout)
@@ -113,13 +114,8 @@ def run(
     root = click.get_current_context().find_root().params
     live = console.is_terminal and str(root.get("log_format", "human")) != "json"
 
-    try:
-        with Progress(console, total, n_jobs, live) as progress:
-            res = run_suite(cfg, engine, on_episode=progress.on_episode, on_harness_ended=progress.on_harness_ended)
-    except OutputExists as exc:
-        raise _fail(str(exc)) from None
-    except BuildError as exc:
-        raise _fail(str(exc)) from None
+    with Progress(console, total, n_jobs, live) as progress:
+        res = run_suite(cfg, engine, on_episode=progress.on_episode, on_harness_ended=progress.on_harness_ended)
     _print_table(res)
     typer.echo(f"results: {res.output.resolve()}")
     raise typer.Exit(res.exit_code)

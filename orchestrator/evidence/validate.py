@@ -14,6 +14,7 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from orchestrator.errors import BadFile
 from orchestrator.evidence.jsonread import JsonFault, read_json
 from orchestrator.resources import scenario_schema_path, schemas_dir
 
@@ -43,7 +44,7 @@ class Fault:
         return f"{self.path}: {self.message}"
 
 
-class FormatError(ValueError):
+class FormatError(BadFile):
     """A file does not match its format; `faults` says where, one JSONPath each."""
 
     def __init__(self, what: str, fault_list: list[Fault]) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import structlog
 
+from orchestrator.errors import UnknownHarness
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext, NormalizeError
 from orchestrator.resources import images_dir
 
@@ -31,6 +32,7 @@ __all__ = [
     "LaunchContext",
     "NormalizeError",
     "PluginError",
+    "UnknownHarness",
     "get_harness",
     "load_entry",
     "plugin_image_folders",
@@ -151,12 +153,12 @@ def get_harness(name: str, options: dict[str, str] | None = None) -> Harness:
         entry = entries[name]
     except KeyError:
         why = next((f": {r.origin}: {r.reason}" for r in refused if r.name == name), "")
-        raise KeyError(f"unknown harness {name!r}{why} (known: {', '.join(sorted(entries))})") from None
+        raise UnknownHarness(f"unknown harness {name!r}{why} (known: {', '.join(sorted(entries))})") from None
     try:
         cls = load_entry(entry)
     except PluginError as exc:
-        raise KeyError(str(exc)) from None
-    return cls(options)
+        raise UnknownHarness(str(exc)) from None
+    return cls(options)  # BadOption for an option it does not declare or a value it does not allow
 
 
 def plugin_image_folders() -> dict[str, Path]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from orchestrator.harnesses.options import Option, OptionValues, parse_options
 from orchestrator.scenarios import Scenario
 
 __all__ = ["Harness", "Launch", "LaunchContext", "NormalizeError", "content_text", "tool_arguments"]
@@ -47,7 +48,8 @@ class Harness(ABC):
     protocols: ClassVar[tuple[str, ...]] = ("chat",)
     native_paths: ClassVar[tuple[str, ...]] = ()  # container paths copied into native/ untouched
     version_command: ClassVar[tuple[str, ...]] = ()
-    options_help: ClassVar[dict[str, str]] = {}
+    # The `-a KEY=VALUE` options, declared once (harnesses/options.py): parsed, checked and shown from this.
+    options_declared: ClassVar[tuple[Option, ...]] = ()
     # A harness that ends only through its shell (mini-SWE-agent) names the output prefix that makes a command
     # its submission; the proxy then plays the final answer as one shell call printing PREFIX, newline, ANSWER.
     final_answer_via_shell: ClassVar[str | None] = None
@@ -56,11 +58,9 @@ class Harness(ABC):
     writable_paths: ClassVar[dict[str, str]] = {"/home/probe": "1g", "/tmp": "512m"}
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
+        # As given (what runtime.json and suite.json record), and typed: BadOption names what a value may be.
         self.options = dict(options or {})
-        unknown = set(self.options) - set(self.options_help)
-        if unknown:
-            known = ", ".join(sorted(self.options_help)) or "none"
-            raise ValueError(f"harness {self.name!r} has no option(s) {sorted(unknown)} (known: {known})")
+        self.settings: OptionValues = parse_options(self.name, self.options_declared, self.options)
 
     @abstractmethod
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import yaml
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.mini_swe_agent_normalize import TRAJECTORY_NAME, normalize_trajectory
+from orchestrator.harnesses.options import Integer
 from orchestrator.scenarios import Scenario
 
 __all__ = ["MiniSweAgentHarness"]
@@ -49,15 +50,20 @@ class MiniSweAgentHarness(Harness):
         "import minisweagent; print('mini-swe-agent', minisweagent.__version__)",
     )
     final_answer_via_shell = SUBMIT_PREFIX
-    options_help: ClassVar[dict[str, str]] = {
-        "request_timeout": f"seconds litellm waits for one reply (default {REQUEST_TIMEOUT_S})",
-        "retry_attempts": f"MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT, mini's attempts per step (default {RETRY_ATTEMPTS})",
-    }
+    options_declared = (
+        Integer("request_timeout", REQUEST_TIMEOUT_S, "seconds litellm waits for one reply", minimum=1),
+        Integer(
+            "retry_attempts",
+            RETRY_ATTEMPTS,
+            "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT, mini's attempts per step",
+            minimum=1,
+        ),
+    )
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         super().__init__(options)
-        self.request_timeout = _positive(self.options, "request_timeout", REQUEST_TIMEOUT_S)
-        self.retry_attempts = _positive(self.options, "retry_attempts", RETRY_ATTEMPTS)
+        self.request_timeout = self.settings.integer("request_timeout")
+        self.retry_attempts = self.settings.integer("retry_attempts")
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         config_path = f"{PROBE_DIR}/probe.yaml"
@@ -102,10 +108,3 @@ class MiniSweAgentHarness(Harness):
         # The last line that names a version: anything a dependency prints on import comes before it.
         found = [ln.strip() for ln in output.splitlines() if re.search(r"\d+\.\d+", ln)]
         return found[-1] if found else ""
-
-
-def _positive(options: dict[str, str], key: str, default: int) -> int:
-    raw = options.get(key, str(default))
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"harness 'mini-swe-agent': option {key}={raw!r} is not a positive integer")
-    return int(raw)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext, NormalizeError
+from orchestrator.harnesses.options import Choice, Flag, Text
 from orchestrator.scenarios import Scenario
 
 __all__ = ["ReferenceHarness"]
@@ -36,7 +37,6 @@ MODES: dict[str, str] = {
     "hostile-deep-body": "send one request nested 3000 levels deep first",
 }
 PROTOCOLS = ("chat", "responses", "messages")
-_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 # Per HTTP request: a withheld reply makes the SDK give up and retry well within the episode.
 REQUEST_TIMEOUT_S = 15
 TARGETS_ENV = "PROBE_HOSTILE_TARGETS"  # images/reference/probe_reference/hostile_sandbox.py
@@ -52,21 +52,20 @@ class ReferenceHarness(Harness):
     protocols = PROTOCOLS
     native_paths = (_ROLLOUT_DIR,)
     version_command = ("probe-reference", "--version")
-    options_help: ClassVar[dict[str, str]] = {
-        "mode": "one of: " + ", ".join(MODES) + " (default honest)",
-        "stream": "true to request SSE streams (default false)",
-        "protocol": "one of: " + ", ".join(PROTOCOLS) + " (default chat)",
-        "targets": "comma-separated addresses mode hostile-network tries to reach (default: a few usual ones)",
-    }
+    options_declared = (
+        Choice("mode", tuple(MODES), "honest", "how the agent behaves: honest, or one planted fault (see MODES)"),
+        Flag("stream", False, "true to request SSE streams"),
+        Choice("protocol", PROTOCOLS, "chat", "the provider API the agent speaks"),
+        Text(
+            "targets", None, "comma-separated addresses mode hostile-network tries to reach (unset: a few usual ones)"
+        ),
+    )
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         super().__init__(options)
-        self.mode = _choice(self.options, "mode", "honest", tuple(MODES))
-        self.protocol = _choice(self.options, "protocol", "chat", PROTOCOLS)
-        stream = self.options.get("stream", "false")
-        if stream.strip().lower() not in _BOOLEANS:
-            raise ValueError(f"harness 'reference': option stream={stream!r} is not true or false")
-        self.stream = _BOOLEANS[stream.strip().lower()]
+        self.mode = self.settings.text("mode")
+        self.protocol = self.settings.text("protocol")
+        self.stream = self.settings.flag("stream")
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         cmd = [
@@ -88,7 +87,8 @@ class ReferenceHarness(Harness):
         ]
         if self.stream:
             cmd.append("--stream")
-        extra = {TARGETS_ENV: self.options["targets"]} if "targets" in self.options else {}
+        targets = self.settings.optional_text("targets")
+        extra = {TARGETS_ENV: targets} if targets is not None else {}
         if self.protocol == "messages":
             # The anthropic SDK appends /v1/messages to its base URL itself.
             root = ctx.base_url.rstrip("/").removesuffix("/v1")
@@ -114,10 +114,3 @@ class ReferenceHarness(Harness):
         if not isinstance(data, dict):
             raise NormalizeError("rollout is not an object")
         return data
-
-
-def _choice(options: dict[str, str], key: str, default: str, allowed: tuple[str, ...]) -> str:
-    value = options.get(key, default)
-    if value not in allowed:
-        raise ValueError(f"harness 'reference': option {key}={value!r} is not one of: {', '.join(allowed)}")
-    return value

@@ -17,6 +17,7 @@ import docker.types
 import structlog
 from docker.models.volumes import Volume
 
+from orchestrator.errors import CleanupIncomplete, EngineUnavailable
 from orchestrator.runtime.docker_container import REMOVE_SECONDS, RunningContainer
 from orchestrator.runtime.docker_pod import DockerPod, docker_pod
 from orchestrator.runtime.interrupts import deferred_interrupts
@@ -49,14 +50,6 @@ __all__ = [
 
 # A removal that failed in a clean-up is tried once more after this long (a container's removal in flight ends).
 CLEANUP_RETRY_SECONDS = 1.0
-
-
-class CleanupIncomplete(RuntimeError):
-    """Some of a run's objects are still there after the clean-up (named in the message)."""
-
-
-class EngineUnavailable(RuntimeError):
-    """No container engine answered at the configured address."""
 
 
 class Engine:

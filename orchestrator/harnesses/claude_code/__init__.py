@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.claude_code.native import CONFIG_NAME, PROBE_NAME, STREAM_NAME, read_native
@@ -39,7 +39,6 @@ class ClaudeCodeHarness(Harness):
     protocols = ("messages",)
     native_paths = (CONFIG_DIR, PROBE_DIR)
     version_command = ("claude", "--version")
-    options_help: ClassVar[dict[str, str]] = {}
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         stream = f"{PROBE_DIR}/{STREAM_NAME}"

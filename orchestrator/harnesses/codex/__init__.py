@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.codex.native import EVENTS_NAME, read_native
 from orchestrator.harnesses.codex.rollout import build_rollout
+from orchestrator.harnesses.options import Integer
 from orchestrator.scenarios import Scenario
 
 __all__ = ["CODEX_HOME", "CodexHarness", "codex_config"]
@@ -64,20 +65,11 @@ class CodexHarness(Harness):
     protocols = ("responses",)
     native_paths = (f"{CODEX_HOME}/sessions", PROBE_DIR)
     version_command = ("codex", "--version")
-    options_help: ClassVar[dict[str, str]] = {
-        "stream_idle_timeout_ms": f"SSE idle timeout before Codex reconnects (default {IDLE_TIMEOUT_MS})",
-        "request_max_retries": f"HTTP-layer retries of 5xx/transport errors (default {REQUEST_MAX_RETRIES})",
-        "stream_max_retries": f"stream-layer reconnects (default {STREAM_MAX_RETRIES})",
-    }
-
-    def __init__(self, options: dict[str, str] | None = None) -> None:
-        super().__init__(options)
-        defaults = {
-            "stream_idle_timeout_ms": IDLE_TIMEOUT_MS,
-            "request_max_retries": REQUEST_MAX_RETRIES,
-            "stream_max_retries": STREAM_MAX_RETRIES,
-        }
-        self.settings = {key: _count(self.options, key, value) for key, value in defaults.items()}
+    options_declared = (
+        Integer("stream_idle_timeout_ms", IDLE_TIMEOUT_MS, "SSE idle timeout before Codex reconnects", minimum=0),
+        Integer("request_max_retries", REQUEST_MAX_RETRIES, "HTTP-layer retries of 5xx/transport errors", minimum=0),
+        Integer("stream_max_retries", STREAM_MAX_RETRIES, "stream-layer reconnects", minimum=0),
+    )
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         codex = [
@@ -95,7 +87,8 @@ class CodexHarness(Harness):
         events = f"{PROBE_DIR}/{Path(EVENTS_NAME).name}"
         command = ["sh", "-c", f'mkdir -p {PROBE_DIR} && exec "$@" </dev/null >{events}', "codex", *codex]
         env = {"CODEX_HOME": CODEX_HOME, KEY_VARIABLE: ctx.api_key}
-        config = codex_config(scenario, ctx, self.settings).encode()
+        counts = {o.name: self.settings.integer(o.name) for o in self.options_declared}
+        config = codex_config(scenario, ctx, counts).encode()
         return Launch(command=command, environment=env, files={f"{CODEX_HOME}/config.toml": config})
 
     def normalize(self, native_dir: Path) -> dict[str, Any]:
@@ -110,10 +103,3 @@ class CodexHarness(Harness):
 def _toml(value: str) -> str:
     # A TOML basic string is a JSON string for the characters a model name or URL can hold.
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _count(options: dict[str, str], key: str, default: int) -> int:
-    raw = options.get(key, str(default))
-    if not raw.isdigit():
-        raise ValueError(f"harness 'codex': option {key}={raw!r} is not a non-negative integer")
-    return int(raw)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import yaml
 
@@ -60,7 +60,6 @@ class HermesHarness(Harness):
         f"{HERMES_HOME}/sessions",  # request_dump_*.json: the attempt Hermes gave up on
     )
     version_command = (HERMES_BIN, "--version")
-    options_help: ClassVar[dict[str, str]] = {}
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         # -z: one prompt, final text on stdout, approvals bypassed; --yolo too, so a dangerous-command

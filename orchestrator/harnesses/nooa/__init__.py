@@ -42,7 +42,6 @@ class NooaHarness(Harness):
         "-c",
         "from importlib.metadata import version; print('nooa', version('nooa'))",
     )
-    options_help: ClassVar[dict[str, str]] = {}
 
     def harness_profile(self) -> dict[str, Any] | None:
         # BenchAgent ends only through return_result{result: TaskResult}: a text reply becomes a "task is NOT

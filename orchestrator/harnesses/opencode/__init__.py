@@ -6,7 +6,7 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.opencode.rollout import build_rollout
@@ -68,7 +68,6 @@ class OpenCodeHarness(Harness):
     protocols = ("chat",)
     native_paths = (DATA_DIR, PROBE_DIR)
     version_command = ("opencode", "--version")
-    options_help: ClassVar[dict[str, str]] = {}
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         run = [

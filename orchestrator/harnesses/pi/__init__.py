@@ -6,9 +6,10 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
+from orchestrator.harnesses.options import Choice, Integer
 from orchestrator.harnesses.pi.rollout import build_rollout
 from orchestrator.harnesses.pi.session import read_native
 from orchestrator.scenarios import Scenario
@@ -68,21 +69,21 @@ class PiHarness(Harness):
     protocols = tuple(PI_APIS)
     native_paths = (PROBE_DIR, AGENT_DIR)
     version_command = ("pi", "--version")
-    options_help: ClassVar[dict[str, str]] = {
-        "protocol": "one of: " + ", ".join(PI_APIS) + " (default chat)",
-        "provider_retries": "retry.provider.maxRetries, the provider SDK's own hidden retries "
-        "(default: the SDK's, 2; 0 leaves every retry to Pi's recorded retry layer)",
-    }
+    options_declared = (
+        Choice("protocol", tuple(PI_APIS), "chat", "the provider API Pi's custom provider speaks"),
+        Integer(
+            "provider_retries",
+            None,
+            "retry.provider.maxRetries, the provider SDK's own hidden retries "
+            "(unset: the SDK's, 2; 0 leaves every retry to Pi's recorded retry layer)",
+            minimum=0,
+        ),
+    )
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         super().__init__(options)
-        self.protocol = self.options.get("protocol", "chat")
-        if self.protocol not in PI_APIS:
-            raise ValueError(f"harness 'pi': option protocol={self.protocol!r} is not one of: {', '.join(PI_APIS)}")
-        raw = self.options.get("provider_retries")
-        if raw is not None and not raw.isdigit():
-            raise ValueError(f"harness 'pi': option provider_retries={raw!r} is not a non-negative integer")
-        self.provider_retries = int(raw) if raw is not None else None
+        self.protocol = self.settings.text("protocol")
+        self.provider_retries = self.settings.optional_integer("provider_retries")
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         pi = [

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
+from orchestrator.harnesses.options import Integer
 from orchestrator.harnesses.stirrup.rollout import FINISH_TOOL, RECORD_NAME, normalize_record
 from orchestrator.scenarios import Scenario
 
@@ -41,15 +42,15 @@ class StirrupHarness(Harness):
         "-c",
         "from importlib.metadata import version; print('stirrup', version('stirrup'))",
     )
-    options_help: ClassVar[dict[str, str]] = {
-        "request_timeout": f"seconds the openai SDK waits for one reply (default {REQUEST_TIMEOUT_S})",
-        "max_retries": f"the openai SDK's retries per model call (default {MAX_RETRIES})",
-    }
+    options_declared = (
+        Integer("request_timeout", REQUEST_TIMEOUT_S, "seconds the openai SDK waits for one reply", minimum=1),
+        Integer("max_retries", MAX_RETRIES, "the openai SDK's retries per model call", minimum=0),
+    )
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         super().__init__(options)
-        self.request_timeout = _count(self.options, "request_timeout", REQUEST_TIMEOUT_S, minimum=1)
-        self.max_retries = _count(self.options, "max_retries", MAX_RETRIES, minimum=0)
+        self.request_timeout = self.settings.integer("request_timeout")
+        self.max_retries = self.settings.integer("max_retries")
 
     def harness_profile(self) -> dict[str, Any] | None:
         # Stirrup ends only through its finish tool (a text reply gets "Please continue the task").
@@ -76,10 +77,3 @@ class StirrupHarness(Harness):
     def parse_version(self, output: str) -> str:
         found = [ln.strip() for ln in output.splitlines() if re.search(r"\d+\.\d+", ln)]
         return found[-1] if found else ""
-
-
-def _count(options: dict[str, str], key: str, default: int, *, minimum: int) -> int:
-    raw = options.get(key, str(default))
-    if not raw.isdigit() or int(raw) < minimum:
-        raise ValueError(f"harness 'stirrup': option {key}={raw!r} is not an integer >= {minimum}")
-    return int(raw)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
+from orchestrator.harnesses.options import Integer
 from orchestrator.harnesses.terminus_2.rollout import normalize_logs
 from orchestrator.scenarios import Scenario
 
@@ -36,17 +37,20 @@ class Terminus2Harness(Harness):
         "-c",
         "from importlib.metadata import version; print('terminus-ai', version('terminus-ai'))",
     )
-    options_help: ClassVar[dict[str, str]] = {
-        "request_timeout": "seconds LiteLLM waits for one reply (its REQUEST_TIMEOUT; default: LiteLLM's own, 6000)",
-    }
+    options_declared = (
+        Integer(
+            "request_timeout",
+            None,
+            "seconds LiteLLM waits for one reply (its REQUEST_TIMEOUT; unset: LiteLLM's own, 6000)",
+            minimum=1,
+        ),
+    )
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         super().__init__(options)
-        raw = self.options.get("request_timeout")
-        if raw is not None and (not raw.isdigit() or int(raw) < 1):
-            raise ValueError(f"harness 'terminus-2': option request_timeout={raw!r} is not an integer >= 1")
         # Unset, Terminus runs as shipped: the golden table is of that (it outwaits harness_deadline).
-        self.request_timeout = raw
+        timeout = self.settings.optional_integer("request_timeout")
+        self.request_timeout = None if timeout is None else str(timeout)
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         terminus = [

@@ -7,12 +7,13 @@ import sqlite3
 import time
 from contextlib import closing
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from orchestrator.harnesses import Harness, Launch, LaunchContext, NormalizeError, get_harness
 from orchestrator.harnesses.isolated import NormalizeBudget, normalize_isolated
+from orchestrator.harnesses.options import Text
 from orchestrator.harnesses.sqlite_store import readonly_copy
 from orchestrator.scenarios import Scenario
 from orchestrator.verdict import normalize_native
@@ -91,7 +92,7 @@ class Hostile(Harness):
     name = "hostile-normalizer"
     image = "reference"
     description = "test only"
-    options_help: ClassVar[dict[str, str]] = {"do": "what to do"}
+    options_declared = (Text("do", None, "what to do"),)
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         raise NotImplementedError

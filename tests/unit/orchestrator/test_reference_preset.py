@@ -65,10 +65,11 @@ def test_messages_uses_the_anthropic_environment_without_v1(base_url: str) -> No
 
 def test_declares_all_three_protocols_and_lists_every_choice() -> None:
     assert ReferenceHarness.protocols == PROTOCOLS == ("chat", "responses", "messages")
-    help_text = ReferenceHarness.options_help
-    assert set(help_text) == {"mode", "stream", "protocol", "targets"}
-    assert all(mode in help_text["mode"] for mode in MODES)
-    assert all(protocol in help_text["protocol"] for protocol in PROTOCOLS)
+    declared = {o.name: o for o in ReferenceHarness.options_declared}
+    assert set(declared) == {"mode", "stream", "protocol", "targets"}
+    assert declared["mode"].choices == tuple(MODES)
+    assert declared["protocol"].choices == PROTOCOLS
+    assert all(mode in declared["mode"].allowed() for mode in MODES)
 
 
 @pytest.mark.parametrize(
