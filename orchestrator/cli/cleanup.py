@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import Runtime
+from orchestrator.cli.common import Runtime, runtime_settings
 from orchestrator.runtime.docker import CleanupIncomplete
 from orchestrator.runtime.select import RUNTIMES, cleanup_everywhere
 
@@ -23,7 +23,7 @@ def cleanup(
     A run removes what it created, also on Ctrl-C and timeouts, and the next run on the same runtime sweeps what a
     killed run left; this is for the explicit case.
     """
-    found = cleanup_everywhere([runtime] if runtime else list(RUNTIMES), run_id)
+    found = cleanup_everywhere([runtime] if runtime else list(RUNTIMES), run_id, runtime_settings(runtime))
     for name, counts in found.items():
         if isinstance(counts, CleanupIncomplete):
             typer.echo(f"{name}: {counts}", err=True)

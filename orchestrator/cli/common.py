@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from orchestrator.images import BuildOptions, default_extra_ca
-from orchestrator.runtime import Engine, EngineUnavailable, PodRuntime
+from orchestrator.runtime import Engine, PodRuntime
 from orchestrator.runtime.select import RUNTIMES, open_engine
+from orchestrator.runtime.settings import RuntimeSettings
 
-__all__ = ["ExtraCa", "ImageArchives", "Rebuild", "Runtime", "build_options", "connect", "connect_engine"]
+__all__ = [
+    "ExtraCa",
+    "ImageArchives",
+    "Rebuild",
+    "Runtime",
+    "build_options",
+    "connect",
+    "connect_engine",
+    "runtime_settings",
+]
 
 Runtime = Annotated[
     str | None,
@@ -19,8 +30,9 @@ Runtime = Annotated[
         "--runtime",
         envvar="HARNESS_PROBE_RUNTIME",
         help=(
-            f"Container runtime: {', '.join(RUNTIMES)}. Default: the first that answers in that order "
-            "(`harness-probe doctor` shows which). Env: HARNESS_PROBE_RUNTIME."
+            f"Container runtime: {', '.join(RUNTIMES)}. A named runtime (this, or DOCKER_HOST for docker, "
+            "CONTAINER_HOST for podman) that does not answer is an error; with none named, docker then podman, "
+            "the first that answers (`harness-probe doctor` shows which). Env: HARNESS_PROBE_RUNTIME."
         ),
         rich_help_panel="Runtime",
     ),
@@ -65,12 +77,15 @@ def build_options(extra_ca: Path | None, rebuild: bool) -> BuildOptions:
     return BuildOptions(extra_ca=extra_ca or default_extra_ca(), rebuild=rebuild)
 
 
+def runtime_settings(runtime: str | None = None, image_archives: Path | None = None) -> RuntimeSettings:
+    """The CLI edge: the only place the runtimes' environment variables are read."""
+    return RuntimeSettings.from_environ(os.environ, runtime, image_archives)
+
+
 def connect(runtime: str | None = None, image_archives: Path | None = None) -> PodRuntime:
-    try:
-        return open_engine(runtime, image_archives)
-    except EngineUnavailable as exc:
-        typer.echo(f"harness-probe: {exc}", err=True)
-        raise typer.Exit(2) from None
+    """The runtime `run`, `images` and `cleanup` use (and `doctor` reports); an EngineUnavailable or UnknownRuntime
+    is the CLI root's to report, named, exit 2."""
+    return open_engine(runtime_settings(runtime, image_archives)).runtime
 
 
 def connect_engine(runtime: str | None = None) -> Engine:

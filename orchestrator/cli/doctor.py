@@ -9,8 +9,10 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.cli.common import runtime_settings
 from orchestrator.images import default_extra_ca
-from orchestrator.runtime.discover import ORDER, RuntimeStatus, discover, first_answering
+from orchestrator.runtime.discover import ORDER, RuntimeStatus, discover
+from orchestrator.runtime.select import decide
 
 
 def _line(s: RuntimeStatus) -> str:
@@ -26,8 +28,9 @@ def doctor(
 ) -> None:
     """List every container runtime found (Docker, Podman, Apptainer; Lima and Colima sockets included), which
     answers, rootless or not, and why one does not; then the build settings. Exit 2 if no runtime answers."""
-    statuses = discover(ORDER)
-    chosen = first_answering(statuses)
+    settings = runtime_settings()  # the selection `run` makes, from the same settings: the two agree
+    statuses = discover(ORDER, settings.as_environ())
+    chosen, why = decide(settings, statuses)
     ca = default_extra_ca()
     if as_json:
         typer.echo(
@@ -35,6 +38,7 @@ def doctor(
                 {
                     "runtimes": [s.as_json() for s in statuses],
                     "default_runtime": chosen.name if chosen else None,
+                    "default_runtime_why": why,
                     "python": platform.python_version(),
                     "build_ca": str(ca) if ca else None,
                     "debootstrap": shutil.which("debootstrap"),
@@ -49,12 +53,12 @@ def doctor(
                 typer.echo(f"  - {reason}")
             for note in s.notes:
                 typer.echo(f"  * {note}")
-        typer.echo(f"default runtime: {chosen.name if chosen else 'none answers'} (order: {', '.join(ORDER)})")
+        typer.echo(f"default runtime: {chosen.name if chosen else 'none'} ({why})")
         typer.echo(f"python: {platform.python_version()}")
         typer.echo(f"build CA: {ca if ca else 'none (set HARNESS_PROBE_EXTRA_CA behind a TLS-intercepting proxy)'}")
         typer.echo(
             f"debootstrap: {shutil.which('debootstrap') or 'not installed (needed only when no registry answers)'}"
         )
     if chosen is None:
-        typer.echo("harness-probe: no container runtime answers (see the reasons above)", err=True)
+        typer.echo(f"harness-probe: no runtime to use: {why} (see the reasons above)", err=True)
         raise typer.Exit(2)

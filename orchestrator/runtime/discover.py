@@ -67,7 +67,7 @@ def _run(cmd: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]
 def candidate_docker_sockets(env: dict[str, str] | None = None, home: Path | None = None) -> list[str]:
     """Docker API endpoints worth trying, most specific first: DOCKER_HOST, the root socket, rootless Docker,
     Lima's VMs (`~/.lima/<vm>/sock/docker.sock`) and Colima."""
-    env = dict(os.environ) if env is None else env
+    env = {} if env is None else dict(env)  # the CLI passes what it read; nothing here reads os.environ
     home = Path(env.get("HOME", str(Path.home()))) if home is None else home
     found: list[str] = []
     if env.get("DOCKER_HOST"):
@@ -94,7 +94,9 @@ def probe_docker(run: Runner = _run, env: dict[str, str] | None = None) -> Runti
     import docker  # the SDK is a dependency; imported here so `doctor --json` stays fast when it is not needed
 
     status = RuntimeStatus("docker", shutil.which("docker") or shutil.which("dockerd"), answers=False)
-    endpoints = candidate_docker_sockets(env)
+    # DOCKER_HOST set names the one engine the docker SDK (and `run`) will use: no other socket speaks for it.
+    named = (env or {}).get("DOCKER_HOST")
+    endpoints = [named] if named else candidate_docker_sockets(env)
     if not endpoints:
         status.reasons.append("no Docker socket found (DOCKER_HOST unset, /var/run/docker.sock absent)")
         return status
@@ -131,7 +133,7 @@ def probe_docker(run: Runner = _run, env: dict[str, str] | None = None) -> Runti
     return status
 
 
-def probe_podman(run: Runner = _run) -> RuntimeStatus:
+def probe_podman(run: Runner = _run, env: dict[str, str] | None = None) -> RuntimeStatus:
     binary = shutil.which("podman")
     status = RuntimeStatus("podman", binary, answers=False)
     if not binary:
@@ -139,7 +141,8 @@ def probe_podman(run: Runner = _run) -> RuntimeStatus:
         return status
     try:
         # CONTAINER_HOST (what harness-probe then uses too) names the service to ask, e.g. a rootless user's.
-        remote = ["--remote", "--url", os.environ["CONTAINER_HOST"]] if os.environ.get("CONTAINER_HOST") else []
+        named = (env or {}).get("CONTAINER_HOST")
+        remote = ["--remote", "--url", named] if named else []
         proc = run([binary, *remote, "info", "--format", "json"], PROBE_SECONDS)
     except subprocess.TimeoutExpired:
         status.reasons.append(f"`podman info` did not answer within {PROBE_SECONDS:.0f} s")
@@ -191,7 +194,7 @@ def user_namespaces_reason() -> str | None:
     return None
 
 
-def probe_apptainer(run: Runner = _run) -> RuntimeStatus:
+def probe_apptainer(run: Runner = _run, env: dict[str, str] | None = None) -> RuntimeStatus:
     binary = shutil.which("apptainer") or shutil.which("singularity")
     status = RuntimeStatus("apptainer", binary, answers=False)
     if not binary:
@@ -218,15 +221,16 @@ def probe_apptainer(run: Runner = _run) -> RuntimeStatus:
     return status
 
 
-PROBES: dict[str, Callable[[], RuntimeStatus]] = {
+PROBES: dict[str, Callable[[Runner, dict[str, str] | None], RuntimeStatus]] = {
     "docker": probe_docker,
     "podman": probe_podman,
     "apptainer": probe_apptainer,
 }
 
 
-def discover(names: Sequence[str] = ORDER) -> list[RuntimeStatus]:
-    return [PROBES[name]() for name in names]
+def discover(names: Sequence[str] = ORDER, env: dict[str, str] | None = None) -> list[RuntimeStatus]:
+    """Each runtime's status; `env` holds the variables the CLI read (DOCKER_HOST, CONTAINER_HOST, HOME, ...)."""
+    return [PROBES[name](_run, env) for name in names]
 
 
 def first_answering(statuses: Sequence[RuntimeStatus]) -> RuntimeStatus | None:

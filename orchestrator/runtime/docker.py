@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
@@ -58,22 +57,28 @@ class Engine:
     def __init__(self, client: docker.DockerClient) -> None:
         self.client = client
         self._described: dict[str, Any] | None = None
+        self._host: str | None = None
 
     @classmethod
-    def connect(cls, timeout: int = 300) -> Engine:
-        where = os.environ.get("DOCKER_HOST", "the default socket (unix:///var/run/docker.sock)")
-        url = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    def connect(cls, timeout: int = 300, docker_env: Mapping[str, str] | None = None) -> Engine:
+        """The engine at DOCKER_HOST (in `docker_env`, the DOCKER_* variables the CLI read), else the default socket."""
+        env = dict(docker_env or {})
+        host = env.get("DOCKER_HOST") or None
+        where = f"DOCKER_HOST={redact_host(host)}" if host else "the default socket (unix:///var/run/docker.sock)"
+        url = host or "unix:///var/run/docker.sock"
         try:
             if url.startswith(UNIX_SCHEMES) and not api_answers(url):
                 raise EngineUnavailable("nothing answers a ping on that socket")
-            client = docker.from_env(timeout=timeout)
+            client = docker.from_env(timeout=timeout, environment=env)
             client.ping()
         except Exception as exc:
             raise EngineUnavailable(
                 f"No Docker engine answers at {where}: {exc}. Start one (dockerd, Docker Desktop, "
                 "'podman system service', Lima) or point DOCKER_HOST at its socket."
             ) from exc
-        return cls(client)
+        engine = cls(client)
+        engine._host = host
+        return engine
 
     name = "docker"
     rooted_archive_names = False  # see RunningContainer.rooted_names
@@ -103,7 +108,7 @@ class Engine:
 
     def address(self) -> str | None:
         """Where this engine's API is; None for Docker's default socket."""
-        return os.environ.get("DOCKER_HOST")
+        return self._host
 
     def writable_limits(self, writable: dict[str, str]) -> dict[str, str]:
         """The harness's writable paths and the size cap each really has."""

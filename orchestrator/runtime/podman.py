@@ -29,7 +29,7 @@ from orchestrator.runtime.archive import transfer_image
 from orchestrator.runtime.docker import Engine, EngineUnavailable
 from orchestrator.runtime.ping import api_answers
 from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST
-from orchestrator.runtime.spec import ContainerSpec
+from orchestrator.runtime.spec import ContainerSpec, redact_host
 
 log = structlog.get_logger(__name__)
 
@@ -40,12 +40,12 @@ PODMAN_ULIMITS = {"nofile": (4096, 4096), "nproc": (4096, 4096)}
 SERVICE_IDLE_SECONDS = 300  # a service we start exits by itself once nothing has used it for this long
 
 
-def podman_socket() -> str:
+def podman_socket(container_host: str | None = None, xdg_runtime_dir: str | None = None) -> str:
     """CONTAINER_HOST (Podman's own variable), else the rootless user's socket, else the root socket."""
-    if os.environ.get("CONTAINER_HOST"):
-        return os.environ["CONTAINER_HOST"]
+    if container_host:
+        return container_host
     if os.geteuid() != 0:
-        runtime_dir = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.geteuid()}"
+        runtime_dir = xdg_runtime_dir or f"/run/user/{os.geteuid()}"
         return f"unix://{runtime_dir}/podman/podman.sock"
     return "unix:///run/podman/podman.sock"
 
@@ -107,11 +107,15 @@ class PodmanEngine(Engine):
         self._etc = _pod_etc()
 
     @classmethod
-    def connect(cls, timeout: int = 300) -> PodmanEngine:
-        url = podman_socket()
+    def connect_socket(
+        cls, timeout: int = 300, container_host: str | None = None, xdg_runtime_dir: str | None = None
+    ) -> PodmanEngine:
+        """The Podman API at CONTAINER_HOST (never started: it was named), else the user's socket, whose service is
+        started when it does not answer."""
+        url = podman_socket(container_host, xdg_runtime_dir)
         if not api_answers(url):
-            if os.environ.get("CONTAINER_HOST"):
-                raise EngineUnavailable(f"no Podman API answers at CONTAINER_HOST={url}")
+            if container_host:
+                raise EngineUnavailable(f"no Podman API answers at CONTAINER_HOST={redact_host(url)}")
             _start_service(url)
         return cls(docker.DockerClient(base_url=url, timeout=timeout), url)
 

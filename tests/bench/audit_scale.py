@@ -30,8 +30,8 @@ from typing import Any
 
 from orchestrator.audit import audit
 from orchestrator.checks import Evidence, Status, read_witness, run_checks, scope_of
-from orchestrator.episode import write_json
 from orchestrator.logs import LogFormat, configure_logging
+from orchestrator.output import write_json
 from orchestrator.runtime.collect import CollectLimits
 from tests.synthetic import synthetic_episode
 

@@ -14,6 +14,7 @@ asserted: target +1.5 ms at p50.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import statistics
 import tempfile
@@ -195,7 +196,7 @@ def scripted_provider(engine: Engine, images: EpisodeImages, base: str, run_id: 
 
 
 def main() -> None:
-    engine = Engine.connect()
+    engine = Engine.connect(docker_env={k: v for k, v in os.environ.items() if k.startswith("DOCKER_")})
     builder = ImageBuilder(engine, BuildOptions(extra_ca=default_extra_ca()))
     base = builder.build("base").tag
     proxy, reference = builder.build("proxy"), builder.build("reference")

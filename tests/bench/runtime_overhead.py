@@ -29,7 +29,7 @@ from pathlib import Path
 import orchestrator
 from orchestrator.images import BuildOptions, ImageBuilder, default_extra_ca
 from orchestrator.runtime import Engine, EngineUnavailable
-from orchestrator.runtime.select import open_engine
+from orchestrator.runtime.select import RuntimeSettings, open_engine
 from tests.bench.cpu_meter import CpuSeconds, run_measured
 
 HP = str(Path(sys.executable).with_name("harness-probe"))
@@ -140,7 +140,7 @@ def main() -> None:
         tmp = Path(d)
         for runtime in ("docker", "podman"):
             try:
-                engine = open_engine(runtime)
+                engine = open_engine(RuntimeSettings.from_environ(os.environ, runtime)).runtime
             except EngineUnavailable as exc:
                 print(f"  {runtime}: skipped ({str(exc).splitlines()[0]})")
                 continue
@@ -162,7 +162,7 @@ def main() -> None:
             )
             print(f"    {breakdown(runtime, tmp)}")
         for runtime in bare_of:
-            engine = open_engine(runtime)
+            engine = open_engine(RuntimeSettings.from_environ(os.environ, runtime)).runtime
             assert isinstance(engine, Engine)
             # On Docker --jobs 1 and --jobs 2 alternate, twice, so a change in the load weighs on both alike.
             ones: list[Catalogue] = []

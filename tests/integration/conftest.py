@@ -22,7 +22,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 @pytest.fixture(scope="session")
 def engine() -> Engine:
     try:
-        return Engine.connect()
+        return Engine.connect(docker_env={k: v for k, v in os.environ.items() if k.startswith("DOCKER_")})
     except EngineUnavailable as exc:
         pytest.fail(f"integration tests need a Docker engine: {exc}", pytrace=False)
 

@@ -13,10 +13,10 @@ import pytest
 
 from orchestrator.atif import ATIF_GAPS, atif_to_rollout, extension_faults, rollout_to_atif, validate_atif
 from orchestrator.audit import audit, find_episodes
-from orchestrator.episode import write_json
 from orchestrator.evidence import faults, load_json
 from orchestrator.harnesses import get_harness
 from orchestrator.harnesses.mini_swe_agent_normalize import TRAJECTORY_NAME, normalize_trajectory
+from orchestrator.output import write_json
 from orchestrator.paths import EpisodePaths
 from orchestrator.verdict import collect_evidence, judge, normalize_native, read_rollout, result_skeleton
 from tests.unit.checks.conftest import FIXTURES

@@ -11,10 +11,10 @@ import orchestrator.audit as audit_mod
 import orchestrator.audit_copy as audit_copy
 import orchestrator.verdict as verdict_mod
 from orchestrator.audit import InputChanged, audit
+from orchestrator.errors import OutputExists
 from orchestrator.evidence import load_json
 from orchestrator.paths import RunPaths
 from orchestrator.runtime.collect import CollectLimits
-from orchestrator.suite import OutputExists
 from tests.unit.checks.conftest import FIXTURES
 
 

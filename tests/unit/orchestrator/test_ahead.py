@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,33 +13,9 @@ from orchestrator.ahead import PodsAhead
 from orchestrator.episode import EpisodePlan
 from orchestrator.harnesses.isolated import NormalizeBudget, Normalizer
 from orchestrator.paths import EpisodePaths
-from orchestrator.runtime import PodRuntime, PodSpec
+from orchestrator.runtime import PodSpec
+from tests.fakes.runtime import FakePod, FakeRuntime, as_runtime
 from tests.unit.orchestrator.test_hostile_stores import Hostile
-
-
-class FakeEngine:
-    """Pods are names; records which were set up and which removed, and fails the names it is told to."""
-
-    def __init__(self, failing: frozenset[str] = frozenset()) -> None:
-        self.failing = failing
-        self.up: list[str] = []
-        self.removed: list[str] = []
-        self.lock = threading.Lock()
-
-    def pod(self, spec: Any) -> Any:
-        @contextmanager
-        def cm() -> Iterator[str]:
-            if spec in self.failing:
-                raise RuntimeError(f"no pod {spec}")
-            with self.lock:
-                self.up.append(spec)
-            try:
-                yield f"pod {spec}"
-            finally:
-                with self.lock:
-                    self.removed.append(spec)
-
-        return cm()
 
 
 def _planners(tmp: Path, n: int, skipped: frozenset[int] = frozenset()) -> list[Any]:
@@ -56,8 +29,8 @@ def _planners(tmp: Path, n: int, skipped: frozenset[int] = frozenset()) -> list[
 
 
 def test_the_next_pod_is_set_up_once_a_harness_started_and_taken_by_its_episode(tmp_path: Path) -> None:
-    engine = FakeEngine()
-    with PodsAhead(cast(PodRuntime, engine), _planners(tmp_path, 3)) as ahead:
+    engine = FakeRuntime()
+    with PodsAhead(as_runtime(engine), _planners(tmp_path, 3)) as ahead:
         plan, ready = ahead.begin(0)
         assert plan.episode_id == "e0" and ready is None  # nothing ahead yet: the episode sets its pod up
         assert engine.up == []
@@ -65,7 +38,7 @@ def test_the_next_pod_is_set_up_once_a_harness_started_and_taken_by_its_episode(
         plan, ready = ahead.begin(1)
         assert plan.episode_id == "e1" and ready is not None
         got = ready()
-        assert got is not None and got.pod == "pod p1"
+        assert got is not None and got.pod == FakePod("pod p1")
         assert engine.up == ["p1"]
         with got.stack:  # the episode removes it
             pass
@@ -73,8 +46,8 @@ def test_the_next_pod_is_set_up_once_a_harness_started_and_taken_by_its_episode(
 
 
 def test_a_pod_set_up_for_an_episode_that_never_begins_is_removed(tmp_path: Path) -> None:
-    engine = FakeEngine()
-    with PodsAhead(cast(PodRuntime, engine), _planners(tmp_path, 3)) as ahead:
+    engine = FakeRuntime()
+    with PodsAhead(as_runtime(engine), _planners(tmp_path, 3)) as ahead:
         ahead.begin(0)
         ahead.set_up_next()
         deadline = time.monotonic() + 30
@@ -85,8 +58,8 @@ def test_a_pod_set_up_for_an_episode_that_never_begins_is_removed(tmp_path: Path
 
 
 def test_a_pod_that_cannot_be_set_up_ahead_is_its_episodes_error(tmp_path: Path) -> None:
-    engine = FakeEngine(failing=frozenset({"p1"}))
-    with PodsAhead(cast(PodRuntime, engine), _planners(tmp_path, 2)) as ahead:
+    engine = FakeRuntime(failing=frozenset({"p1"}))
+    with PodsAhead(as_runtime(engine), _planners(tmp_path, 2)) as ahead:
         ahead.begin(0)
         ahead.set_up_next()
         _, ready = ahead.begin(1)
@@ -99,16 +72,16 @@ def test_a_pod_that_cannot_be_set_up_ahead_is_its_episodes_error(tmp_path: Path)
 
 
 def test_a_run_that_stops_sets_up_no_more_pods(tmp_path: Path) -> None:
-    engine = FakeEngine()
-    with PodsAhead(cast(PodRuntime, engine), _planners(tmp_path, 3)) as ahead:
+    engine = FakeRuntime()
+    with PodsAhead(as_runtime(engine), _planners(tmp_path, 3)) as ahead:
         ahead.begin(0)
     ahead.set_up_next()  # a harness that started as the run stopped
     assert engine.up == [] and not (tmp_path / "ep1").exists()
 
 
 def test_a_skipped_episode_gets_no_pod(tmp_path: Path) -> None:
-    engine = FakeEngine()
-    with PodsAhead(cast(PodRuntime, engine), _planners(tmp_path, 2, skipped=frozenset({1}))) as ahead:
+    engine = FakeRuntime()
+    with PodsAhead(as_runtime(engine), _planners(tmp_path, 2, skipped=frozenset({1}))) as ahead:
         ahead.begin(0)
         ahead.set_up_next()
         _, ready = ahead.begin(1)
@@ -164,15 +137,15 @@ def test_normalizers_are_forked_from_one_server_that_imported_the_harnesses(tmp_
 def test_pods_are_set_up_ahead_in_the_order_episodes_begin_in(tmp_path: Path) -> None:
     # With --jobs N the long episodes begin first (parallel.long_first): the pod set up ahead is the next one in
     # that order, not in the grid's.
-    engine = FakeEngine()
-    with PodsAhead(cast(PodRuntime, engine), _planners(tmp_path, 4), order=[2, 0, 3, 1]) as ahead:
+    engine = FakeRuntime()
+    with PodsAhead(as_runtime(engine), _planners(tmp_path, 4), order=[2, 0, 3, 1]) as ahead:
         ahead.begin(2)
         for index in (0, 3):  # each begins once the harness before it started
             ahead.set_up_next()
             plan, ready = ahead.begin(index)
             assert plan.episode_id == f"e{index}" and ready is not None
             got = ready()
-            assert got is not None and got.pod == f"pod p{index}"
+            assert got is not None and got.pod == FakePod(f"pod p{index}")
             with got.stack:
                 pass
     assert engine.up == ["p0", "p3"]

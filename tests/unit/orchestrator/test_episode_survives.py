@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, cast
 
@@ -14,9 +13,10 @@ import orchestrator.verdict as verdict
 from orchestrator.evidence import load_json
 from orchestrator.harnesses import get_harness
 from orchestrator.paths import EpisodePaths
-from orchestrator.runtime import PodRuntime, PodSpec
+from orchestrator.runtime import PodSpec
 from orchestrator.runtime.collect import Collection, CollectLimits, Finding
 from orchestrator.scenarios import load_scenario
+from tests.fakes.runtime import FakePod, FakeRuntime, as_runtime
 
 
 def test_a_recursion_error_while_checking_is_this_episodes_error(
@@ -82,36 +82,13 @@ def test_nan_is_never_written(tmp_path: Path) -> None:
         episode.write_json(tmp_path / "x.json", {"x": float("nan")})
 
 
-class FlakyEngine:
-    """An engine whose pod set-up fails the first `failures` times (only what _set_up_pod touches)."""
-
-    def __init__(self, failures: int) -> None:
-        self.failures = failures
-        self.entered = 0
-        self.exited = 0
-
-    def pod(self, spec: Any) -> Any:
-        @contextmanager
-        def cm() -> Iterator[str]:
-            if self.failures > 0:
-                self.failures -= 1
-                raise RuntimeError("container name is already in use")
-            self.entered += 1
-            try:
-                yield "the pod"
-            finally:
-                self.exited += 1
-
-        return cm()
-
-
 def test_a_pod_set_up_that_fails_once_is_set_up_again_and_the_failure_kept(tmp_path: Path) -> None:
     paths = EpisodePaths(tmp_path / "ep")
     paths.root.mkdir()
-    flaky = FlakyEngine(failures=1)
+    flaky = FakeRuntime(failures=1)
     with ExitStack() as stack:
-        pod: object = episode._set_up_pod(stack, cast(PodRuntime, flaky), cast(PodSpec, None), paths)
-        assert pod == "the pod"
+        pod: object = episode._set_up_pod(stack, as_runtime(flaky), cast(PodSpec, None), paths)
+        assert pod == FakePod("pod None")
     assert (flaky.entered, flaky.exited) == (1, 1)
     assert "already in use" in (paths.root / "pod-setup-error-1.txt").read_text()
 
@@ -120,4 +97,4 @@ def test_a_pod_set_up_that_fails_twice_is_the_episodes_error(tmp_path: Path) -> 
     paths = EpisodePaths(tmp_path / "ep")
     paths.root.mkdir()
     with pytest.raises(RuntimeError, match="already in use"), ExitStack() as stack:
-        episode._set_up_pod(stack, cast(PodRuntime, FlakyEngine(failures=2)), cast(PodSpec, None), paths)
+        episode._set_up_pod(stack, as_runtime(FakeRuntime(failures=2)), cast(PodSpec, None), paths)

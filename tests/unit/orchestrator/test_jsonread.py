@@ -202,7 +202,7 @@ def test_our_writers_forms_take_the_fast_path(tmp_path: Path) -> None:
 
     import orjson
 
-    from orchestrator.episode import write_json
+    from orchestrator.output import write_json
 
     value = {"a": [1, -2, 1.5, 1e16, 2.5e-05, None, True], "s": 'é😀\x7f\x1b\n"\\', "o": {}, "l": []}
     proxy_line = json.dumps(value, allow_nan=False, separators=(",", ":")).encode("ascii")  # proxy_addons/witness.py
@@ -247,7 +247,7 @@ def test_the_fast_path_refuses_what_the_strict_reader_refuses(text: bytes, fault
 
 
 def test_depth_in_the_indented_form(tmp_path: Path) -> None:
-    from orchestrator.episode import write_json
+    from orchestrator.output import write_json
 
     def nest(levels: int, leaf: object = 1) -> object:
         value: object = leaf
@@ -267,7 +267,7 @@ def test_depth_in_the_indented_form(tmp_path: Path) -> None:
 
 
 def test_a_duplicate_key_in_a_written_rollout_is_refused(tmp_path: Path) -> None:
-    from orchestrator.episode import write_json
+    from orchestrator.output import write_json
 
     rollout = loads((FIXTURE / "rollout.json").read_bytes())
     write_json(tmp_path / "rollout.json", rollout)
