@@ -23,7 +23,7 @@ help:
 	@echo "make test            unit + integration + harness tests (real Docker)"
 	@echo "make images          build every image (reused when inputs are unchanged)"
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
-	@echo "make lint            ruff + mypy + actionlint + zizmor (workflows) + the packaging checks of make dist"
+	@echo "make lint            ruff + mypy + import contracts + actionlint + zizmor (workflows) + the packaging checks of make dist"
 	@echo "make dist            wheel + sdist into dist/ (python -m build), checked by twine"
 	@echo "make bench           audit at scale; runtime overhead; --jobs 1 vs 2; proxy latency"
 	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
@@ -64,6 +64,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check orchestrator proxy_addons tests images
 	$(VENV)/bin/ruff check orchestrator proxy_addons tests images
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows/
 	@$(MAKE) --no-print-directory dist

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import docker.errors
 import structlog
 
 from orchestrator.errors import BuildError
 from orchestrator.evidence import FormatError, load_json
 from orchestrator.harnesses import plugin_image_folders
 from orchestrator.resources import images_dir, proxy_addons_dir
-from orchestrator.runtime import Engine
+from orchestrator.runtime import Engine, EngineAPIError, ImageNotFound
 
 log = structlog.get_logger(__name__)
 
@@ -138,7 +137,7 @@ class ImageBuilder:
         client = self.engine.client
         try:
             return str(client.images.get(DEBIAN_TAG).id)
-        except docker.errors.ImageNotFound:
+        except ImageNotFound:
             pass
         imported = self.engine.import_image(DEBIAN_TAG)
         if imported is not None:
@@ -148,7 +147,7 @@ class ImageBuilder:
             img = client.images.pull(*DEBIAN_UPSTREAM)
             img.tag(DEBIAN_TAG)
             return str(img.id)
-        except docker.errors.APIError as exc:
+        except EngineAPIError as exc:
             log.info("no registry answers; bootstrapping Debian trixie", reason=str(exc).splitlines()[0][:160])
         script = IMAGES_DIR / "base" / "bootstrap.sh"
         # The root filesystem goes into this engine with its own CLI's `import` (Docker's or Podman's).
@@ -184,7 +183,7 @@ class ImageBuilder:
                 self._done[name] = result
                 log.info("image up to date", image=tag)
                 return result
-            except docker.errors.ImageNotFound:
+            except ImageNotFound:
                 pass
             # Same inputs built by another engine on this machine (Podman beside Docker): the archive keeps the
             # image id, so importing gives the same tag a build would, in seconds.

@@ -13,13 +13,12 @@ import os
 import secrets
 from pathlib import Path
 
-import docker.errors
 import structlog
 
 from orchestrator.evidence import FormatError, validate
 from orchestrator.evidence.jsonread import JsonFault, read_json
 from orchestrator.images import BuiltImage
-from orchestrator.runtime import ContainerSpec, PodRuntime, create_labels
+from orchestrator.runtime import ContainerSpec, EngineError, PodRuntime, create_labels
 
 log = structlog.get_logger(__name__)
 
@@ -100,7 +99,7 @@ def image_version(
     log.info("asking the version", image=image.tag)
     try:
         code, out = engine.run_once(spec, timeout)
-    except docker.errors.DockerException as exc:
+    except EngineError as exc:
         log.warning("could not read version", image=image.tag, error=str(exc))
         return None
     if code is None:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from orchestrator.runtime.docker import Engine, EngineUnavailable, RunningContainer
+from orchestrator.runtime.docker import (
+    Engine,
+    EngineAPIError,
+    EngineError,
+    EngineUnavailable,
+    ImageNotFound,
+    RunningContainer,
+)
 from orchestrator.runtime.interrupts import deferred_interrupts, install_interrupt_handlers
 from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST, ContainerHandle, Pod, PodRuntime, PodSpec
 from orchestrator.runtime.spec import RUN_LABEL, ContainerSpec, Owner, create_labels, redact_host
@@ -14,7 +21,10 @@ __all__ = [
     "ContainerHandle",
     "ContainerSpec",
     "Engine",
+    "EngineAPIError",
+    "EngineError",
     "EngineUnavailable",
+    "ImageNotFound",
     "Owner",
     "Pod",
     "PodRuntime",

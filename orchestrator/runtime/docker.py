@@ -42,10 +42,19 @@ __all__ = [
     "CleanupIncomplete",
     "ContainerSpec",
     "Engine",
+    "EngineAPIError",
+    "EngineError",
     "EngineUnavailable",
+    "ImageNotFound",
     "RunningContainer",
     "create_labels",
 ]
+
+# The SDK's errors, named here so that code outside orchestrator/runtime/ (images, versions) catches them without
+# importing docker itself: only this package talks to the SDK (an import-linter contract in pyproject.toml).
+EngineError = docker.errors.DockerException
+EngineAPIError = docker.errors.APIError
+ImageNotFound = docker.errors.ImageNotFound
 
 # A removal that failed in a clean-up is tried once more after this long (a container's removal in flight ends).
 CLEANUP_RETRY_SECONDS = 1.0
