@@ -38,8 +38,8 @@ TABLE: list[tuple[str, list[str], list[str]]] = [
     ("saved results run", ["docs/results/runs/pi/summary.json"], ["pi"]),
     (
         "harness tests",
-        ["tests/harnesses/test_mini_swe_agent.py", "tests/unit/harnesses/test_codex_launch.py"],
-        ["codex", "mini-swe-agent"],
+        ["tests/harnesses/test_codex_podman.py", "tests/unit/harnesses/test_pi_launch.py"],
+        ["codex", "pi"],
     ),
     (
         "reference agent",
