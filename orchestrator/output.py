@@ -19,7 +19,7 @@ _WHY = {
     errno.EPERM: "not permitted",
     errno.ENOTDIR: "a parent is not a directory",
     errno.EROFS: "read-only file system",
-    errno.ENOENT: "a parent cannot be created there",
+    errno.ENOENT: "no directory can be created there",
     errno.ENOSPC: "no space left",
     errno.ENAMETOOLONG: "name too long",
 }
