@@ -15,7 +15,7 @@ from orchestrator.harnesses.isolated import NormalizeBudget, Normalizer
 from orchestrator.paths import EpisodePaths
 from orchestrator.runtime import PodSpec
 from tests.fakes.runtime import FakePod, FakeRuntime, as_runtime
-from tests.unit.orchestrator.test_hostile_stores import Hostile
+from tests.unit.harnesses.test_hostile_stores import Hostile
 
 
 def _planners(tmp: Path, n: int, skipped: frozenset[int] = frozenset()) -> list[Any]:
