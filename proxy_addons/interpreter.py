@@ -15,7 +15,7 @@ from proxy_addons.delivery import Refusal, delivery_for
 from proxy_addons.exchange import SSE_HEADERS, Answer, IncomingRequest, OutgoingResponse, parse_json_body
 from proxy_addons.fault_replies import FaultReplies
 from proxy_addons.issued_calls import CallState, tool_call_fields
-from proxy_addons.limits import body_over_cap, check_marker
+from proxy_addons.limits import MAX_BODY_BYTES, body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import Codec, ModelRequest, RequestShapeError, ScriptedReply
 from proxy_addons.responses import ResponsesCodec
@@ -114,6 +114,21 @@ class Interpreter:
             logger.exception("internal error while answering %s", attempt.attempt_id)
             return self._reject(attempt, "internal_error", f"{type(exc).__name__}: {exc}")
 
+    def refuse_oversized(self, request: IncomingRequest, content_length: str | None) -> None:
+        """Witness a request whose body the proxy refused while it arrived, past its body limit (mitmproxy answered
+        it with a 413 of its own): only the head is known, and the body's declared length when it had one."""
+        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
+        self._attempts += 1
+        declared = content_length.strip() if content_length is not None else ""
+        size = int(declared) if declared.isascii() and declared.isdigit() and len(declared) <= 18 else None
+        sent = f"of {size} bytes" if size is not None else "sent without a length"
+        detail = f"request body {sent} went past the {MAX_BODY_BYTES}-byte cap and was refused while it arrived"
+        extra = {"size": size} if size is not None else {}
+        self.recorder.write(
+            "violation", {"attempt_id": attempt.attempt_id, "code": "body_over_cap", "detail": detail, **extra}
+        )
+        self._log.record(attempt, kind="rejected", status=413, response=None)
+
     def _dispatch(self, attempt: Attempt) -> Answer:
         request = attempt.request
         route = match_route(request.method, request.path)
@@ -195,6 +210,8 @@ class Interpreter:
                         "output": output,
                         "token_present": state.call.token in output,
                     },
+                    # What the harness sent as the result: past the witness budget, its size and sha256 only.
+                    bodies={"output": output.encode("utf-8", "surrogatepass")},
                 )
                 state.last_output = output
             # The marker is checked once the result shows the tool ran; an unproven marker is
