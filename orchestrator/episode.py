@@ -51,8 +51,8 @@ POD_SETUP_ATTEMPTS = 2
 HARNESS_CPUS, HARNESS_MEMORY, HARNESS_PIDS = 1.0, "2g", 512
 PROXY_CPUS, PROXY_MEMORY, PROXY_PIDS = 1.0, "1g", 256
 # The proxy's one writable folder, in memory and capped (its root is read-only): the witness, whose bodies stop at
-# the proxy's witness budget (64 MiB, proxy_addons/witness.py), plus room for the small events after it.
-WITNESS_DIR, WITNESS_TMPFS = "/probe/witness", "128m"
+# the proxy's witness budget (32 MiB, proxy_addons/witness.py), plus room for the small events after it (~40,000).
+WITNESS_DIR, WITNESS_TMPFS = "/probe/witness", "96m"
 
 
 def now_iso() -> str:

@@ -54,10 +54,11 @@ SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "openai-api
 SYNC_LAG_BOUND = 0.010
 COMMIT_DELAY = 0.004
 # What a witness may grow to with bodies in full (request bodies, tool results as the model saw them): a probe's
-# witness is a few MiB at most, and a harness sending 16 MiB bodies in a loop must not fill the disk. Beyond it each
+# witness is a few MiB at most, and a harness sending 16 MiB bodies in a loop must not fill the disk (nor the memory of
+# the orchestrator, which reads the witness whole: at 64 MiB of bodies its peak RSS passed 320 MB). Beyond it each
 # body is recorded as its size and sha256 only (`<field>_withheld`), and the witness says so once (a `violation`
 # with code `witness_budget`); every event is still written, so the witness stays gap-free.
-WITNESS_BUDGET_BYTES = 64 * 1024 * 1024
+WITNESS_BUDGET_BYTES = 32 * 1024 * 1024
 BUDGET_VIOLATION = "witness_budget"
 
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from probe_reference.progress import say
 
 BODY_BYTES = 16 * 1024 * 1024  # the proxy's body cap (proxy_addons/limits.py): the largest body it parses
-FLOOD_BODIES = 24  # 384 MiB sent: several times the witness budget (64 MiB)
+FLOOD_BODIES = 24  # 384 MiB sent: many times the witness budget (32 MiB)
 CHUNKED_BYTES = 3 * 512 * 1024 * 1024  # 1.5 GiB
 CHUNK = 1024 * 1024
 COUNT_TOKENS = "/messages/count_tokens"
