@@ -45,6 +45,9 @@ POD_SETUP_ATTEMPTS = 2
 # Per container. CPU is a share of one core: a harness burning CPU cannot starve the proxy or the host.
 HARNESS_CPUS, HARNESS_MEMORY, HARNESS_PIDS = 1.0, "2g", 512
 PROXY_CPUS, PROXY_MEMORY, PROXY_PIDS = 1.0, "1g", 256
+# The proxy's one writable folder, in memory and capped (its root is read-only): the witness, whose bodies stop at
+# the proxy's witness budget (32 MiB, proxy_addons/witness.py), plus room for the small events after it (~40,000).
+WITNESS_DIR, WITNESS_TMPFS = "/probe/witness", "96m"
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,9 @@ def _asked_limits(spec: PodSpec) -> dict[str, Any]:
     """Written first, so an episode whose pod never started still says what it asked for."""
     harness = spec.harness.limits()
     harness["writable"] = dict(sorted(spec.writable.items()))
-    return {"proxy": spec.proxy.limits(), "harness": harness}
+    proxy = spec.proxy.limits()
+    proxy["writable"] = dict(sorted(spec.proxy_writable.items()))
+    return {"proxy": proxy, "harness": harness}
 
 
 @dataclass
@@ -208,6 +213,7 @@ def plan_episode(
         ),
         shared=ctx.markers,
         writable=dict(harness.writable_paths),
+        proxy_writable={WITNESS_DIR: WITNESS_TMPFS},
         ready_log=PROXY_READY,
         ready_timeout=PROXY_READY_SECONDS,
     )

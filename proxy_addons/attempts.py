@@ -124,7 +124,8 @@ class AttemptLog:
         }
         if outcome is not None and outcome.client_disconnected_at is not None:
             fields["client_disconnected_at"] = outcome.client_disconnected_at
-        self.recorder.write("attempt", fields, at=completed_at)
+        # The request body is the harness's: past the witness budget, only its size and sha256 are kept.
+        self.recorder.write("attempt", fields, at=completed_at, bodies={"request": wire_body})
         # No log line per attempt: under mitmdump every record is also dispatched as an `add_log` event through
         # all of mitmproxy's addons (~700 Python calls, a tenth of a request's CPU in the proxy), and the witness
         # already says it (the proxy image also turns off mitmdump's own line per flow, flow_detail=0).

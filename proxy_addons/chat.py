@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy_addons import sse
 from proxy_addons.protocol import (
     ModelRequest,
     RenderedReply,
@@ -15,12 +14,12 @@ from proxy_addons.protocol import (
     ToolResult,
     Usage,
     compact_json,
+    rendered_reply,
 )
 from proxy_addons.shell_tool import ToolSpec
 
 PROTOCOL = "chat"
 DONE = "[DONE]"
-JSON_CONTENT_TYPE = "application/json"
 # Streams split each tool call's arguments (and the answer text) into this many deltas, so clients
 # that only look at the first delta are caught.
 STREAM_PIECES = 3
@@ -45,29 +44,9 @@ class ChatCodec:
         carried = reply.usage if (not request.stream or request.stream_usage) else None
         completion = completion_object(reply, model, created, carried)
         finish_reason = completion["choices"][0]["finish_reason"]
-        if request.stream:
-            events = completion_chunks(completion)
-            frames = tuple(sse.encode_event(event) for event in events)
-            return RenderedReply(
-                content_type=sse.CONTENT_TYPE,
-                body=b"".join(frames),
-                response=completion,
-                sse_events=tuple(events),
-                frames=frames,
-                response_id=reply.response_id,
-                finish_reason=finish_reason,
-                usage=carried,
-            )
-        return RenderedReply(
-            content_type=JSON_CONTENT_TYPE,
-            body=compact_json(completion).encode("utf-8"),
-            response=completion,
-            sse_events=None,
-            frames=None,
-            response_id=reply.response_id,
-            finish_reason=finish_reason,
-            usage=carried,
-        )
+        # Chat streams are data-only events (no `event:` lines).
+        events = [(chunk, None) for chunk in completion_chunks(completion)] if request.stream else None
+        return rendered_reply(completion, events, reply.response_id, finish_reason, carried)
 
     def error_body(self, status: int, message: str, error_type: str, code: str) -> dict[str, Any]:
         return {"error": {"message": message, "type": error_type, "code": code}}

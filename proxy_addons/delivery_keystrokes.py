@@ -13,18 +13,15 @@ from __future__ import annotations
 import json
 import shlex
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
-from proxy_addons.protocol import IssuedToolCall, ModelRequest, ToolResult
+from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, Played, ToolResult
 from proxy_addons.scenario import FinalAnswerStep, Step
 from proxy_addons.shell_tool import expected_output, marker_path
 
-if TYPE_CHECKING:
-    from proxy_addons.delivery_python_blocks import PythonBlockDelivery
-
-__all__ = ["DELIVERY", "TOOL_NAME", "KeystrokeDelivery", "Played", "delivery_for", "keystroke_command"]
+__all__ = ["DELIVERY", "TOOL_NAME", "KeystrokeDelivery", "keystroke_command"]
 
 DELIVERY = "keystrokes"
 # The name Terminus gives a parsed command in its trajectory; the witness uses it for the same thing.
@@ -47,17 +44,6 @@ def keystroke_command(markers_dir: str, call_id: str, token: str, exit_code: int
         f"mkdir -p {q(markers_dir)} && printf '%s%s' {piece} > {q(marker_path(markers_dir, call_id))}"
         f" && printf '%s%s\\n' {piece}; (exit {int(exit_code)})"
     )
-
-
-@dataclass(frozen=True)
-class Played:
-    """One scripted step rendered for the terminal: reply text, the calls it carries, the answer if final."""
-
-    text: str
-    calls: tuple[IssuedToolCall, ...]
-    answer: str | None
-    # False for the first `task_complete`: Terminus asks for a confirmation, so the final step is played again.
-    consumes_step: bool = True
 
 
 class KeystrokeDelivery:
@@ -86,11 +72,12 @@ class KeystrokeDelivery:
                 results += [ToolResult(cid, screen) for cid, call in sent.items() if call.marker_path in content]
         return replace(request, has_tools=True, tool_results=tuple(results))
 
-    def play(self, step: Step, markers_dir: str, new_call_id: Callable[[], str]) -> Played:
+    def play(self, step: Step, request: ModelRequest, codec: Codec, markers_dir: str) -> Played:
+        # The first `task_complete` does not consume the step: Terminus asks for a confirmation, so it is played again.
         if isinstance(step, FinalAnswerStep):
             reply = {"analysis": step.answer, "plan": "", "commands": [], "task_complete": True}
             return Played(_json(reply), (), step.answer, consumes_step=self._asked_to_confirm)
-        calls = tuple(self._call(markers_dir, new_call_id(), spec.exit_code) for spec in step.calls)
+        calls = tuple(self._call(markers_dir, codec.new_tool_call_id(), spec.exit_code) for spec in step.calls)
         reply = {
             "analysis": "Running the requested commands.",
             "plan": "Run each command once.",
@@ -134,18 +121,3 @@ def _text(message: Any, role: str) -> str | None:
 
 def _json(reply: Mapping[str, Any]) -> str:
     return json.dumps(reply, ensure_ascii=False)
-
-
-def delivery_for(name: str | None) -> KeystrokeDelivery | PythonBlockDelivery | None:
-    """The delivery a scenario's `harness_profile.delivery` names; None plays steps as native tool calls."""
-    # Imported here: the python-block delivery reuses this module's `Played`.
-    from proxy_addons.delivery_python_blocks import DELIVERY as PYTHON_BLOCKS
-    from proxy_addons.delivery_python_blocks import PythonBlockDelivery
-
-    if name is None:
-        return None
-    if name == DELIVERY:
-        return KeystrokeDelivery()
-    if name == PYTHON_BLOCKS:
-        return PythonBlockDelivery()
-    raise ValueError(f"unknown delivery {name!r}")

@@ -14,12 +14,11 @@ text: SciCode keeps only the block.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from proxy_addons.delivery_keystrokes import Played
-from proxy_addons.protocol import IssuedToolCall, ModelRequest
+from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, Played
 from proxy_addons.scenario import FinalAnswerStep, Step
 from proxy_addons.shell_tool import expected_output, marker_path
 
@@ -59,12 +58,12 @@ class PythonBlockDelivery:
         """The request as the script reads it: the agent loop (it has no tools), with no result to show."""
         return replace(request, has_tools=True, tool_results=())
 
-    def play(self, step: Step, markers_dir: str, new_call_id: Callable[[], str]) -> Played:
+    def play(self, step: Step, request: ModelRequest, codec: Codec, markers_dir: str) -> Played:
         if isinstance(step, FinalAnswerStep):
             return Played(
                 f"{step.answer}\n\n" + _reply("the final answer.", f"print({step.answer!r})\n"), (), step.answer
             )
-        calls = tuple(self._call(markers_dir, new_call_id(), spec.exit_code) for spec in step.calls)
+        calls = tuple(self._call(markers_dir, codec.new_tool_call_id(), spec.exit_code) for spec in step.calls)
         code = "".join(str(c.arguments["code"]) for c in calls)
         failing = [c.exit_code for c in calls if c.exit_code != 0]
         if failing:

@@ -11,18 +11,16 @@ from proxy_addons import compaction
 from proxy_addons.attempts import Attempt, AttemptLog
 from proxy_addons.auxiliary import AuxiliaryReplies
 from proxy_addons.chat import ChatCodec
-from proxy_addons.delivery_code_tool import final_tool_call, find_code_tool, with_python_outputs
-from proxy_addons.delivery_keystrokes import delivery_for
+from proxy_addons.delivery import Refusal, delivery_for
 from proxy_addons.exchange import SSE_HEADERS, Answer, IncomingRequest, OutgoingResponse, parse_json_body
 from proxy_addons.fault_replies import FaultReplies
-from proxy_addons.issued_calls import CallState, final_submit_call, scripted_call, tool_call_fields
-from proxy_addons.limits import body_over_cap, check_marker
+from proxy_addons.issued_calls import CallState, tool_call_fields
+from proxy_addons.limits import MAX_BODY_BYTES, body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
-from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, RequestShapeError, ScriptedReply
+from proxy_addons.protocol import Codec, ModelRequest, RequestShapeError, ScriptedReply
 from proxy_addons.responses import ResponsesCodec
 from proxy_addons.routes import RouteKind, match_route
-from proxy_addons.scenario import CUT, RESET, WITHHOLD, Fault, FinalAnswerStep, Scenario
-from proxy_addons.shell_tool import find_shell_tool
+from proxy_addons.scenario import CUT, RESET, WITHHOLD, Fault, Scenario
 from proxy_addons.witness import WitnessRecorder, WitnessWriteError, sha256_hex
 
 # Importers (the addon, tests) take the exchange types from here, the interpreter's public surface.
@@ -64,8 +62,8 @@ class Interpreter:
         # The harness has compacted (a summarization request, or a history that left a seen result out): from
         # then on replies report plain usage, as a provider would after the history shrank.
         self._compacted = False
-        # How a step reaches a harness that takes no native tool calls (harness_profile.delivery), or None.
-        self._delivery = delivery_for(scenario.delivery)
+        # How a step reaches this harness (native tool calls unless harness_profile.delivery says otherwise).
+        self._delivery = delivery_for(scenario)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -84,7 +82,7 @@ class Interpreter:
         # checked here, once the harness has stopped, rather than when a later request shows the result.
         # So is every call of a delivery whose results never come back (SciCode runs the blocks after its last
         # request, if at all).
-        unreturned = self._delivery is not None and not self._delivery.returns_results
+        unreturned = not self._delivery.returns_results
         for call_id, state in self._calls.items():
             if (state.call.final_submit or unreturned) and not state.verified:
                 present, matches = check_marker(state.call.marker_path, state.call.token)
@@ -116,6 +114,21 @@ class Interpreter:
             logger.exception("internal error while answering %s", attempt.attempt_id)
             return self._reject(attempt, "internal_error", f"{type(exc).__name__}: {exc}")
 
+    def refuse_oversized(self, request: IncomingRequest, content_length: str | None) -> None:
+        """Witness a request whose body the proxy refused while it arrived, past its body limit (mitmproxy answered
+        it with a 413 of its own): only the head is known, and the body's declared length when it had one."""
+        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
+        self._attempts += 1
+        declared = content_length.strip() if content_length is not None else ""
+        size = int(declared) if declared.isascii() and declared.isdigit() and len(declared) <= 18 else None
+        sent = f"of {size} bytes" if size is not None else "sent without a length"
+        detail = f"request body {sent} went past the {MAX_BODY_BYTES}-byte cap and was refused while it arrived"
+        extra = {"size": size} if size is not None else {}
+        self.recorder.write(
+            "violation", {"attempt_id": attempt.attempt_id, "code": "body_over_cap", "detail": detail, **extra}
+        )
+        self._log.record(attempt, kind="rejected", status=413, response=None)
+
     def _dispatch(self, attempt: Attempt) -> Answer:
         request = attempt.request
         route = match_route(request.method, request.path)
@@ -146,9 +159,7 @@ class Interpreter:
         except RequestShapeError as exc:
             return self._reject(attempt, "bad_request", str(exc))
         attempt.stream = model_request.stream
-        if self._delivery is not None:
-            model_request = self._delivery.adapt(body, model_request, {k: s.call for k, s in self._sent.items()})
-        model_request = with_python_outputs(body, model_request)
+        model_request = self._delivery.adapt(body, model_request, {k: s.call for k, s in self._sent.items()})
 
         # Evidence first: what the history shows is recorded even when the request is then refused.
         self._observe_history(attempt, model_request)
@@ -199,6 +210,8 @@ class Interpreter:
                         "output": output,
                         "token_present": state.call.token in output,
                     },
+                    # What the harness sent as the result: past the witness budget, its size and sha256 only.
+                    bodies={"output": output.encode("utf-8", "surrogatepass")},
                 )
                 state.last_output = output
             # The marker is checked once the result shows the tool ran; an unproven marker is
@@ -224,7 +237,7 @@ class Interpreter:
     def _guard(self, model_request: ModelRequest) -> tuple[str, str] | None:
         if self._final_sent:
             return ("after_final", "the final answer was already sent; the script allows no further request")
-        if self._delivery is not None and not self._delivery.returns_results:
+        if not self._delivery.returns_results:
             return None  # no result ever comes back, so none can be missing
         results = model_request.latest_results()
         missing = [
@@ -253,54 +266,15 @@ class Interpreter:
         self, attempt: Attempt, codec: Codec, model_request: ModelRequest, model_attempt: int, cut: Fault | None
     ) -> Answer:
         step_index = self._step
-        step = self.scenario.steps[step_index]
-        calls: tuple[IssuedToolCall, ...] = ()
-        text: str | None = None
-        answer: str | None = None
-        prefix = self.scenario.final_answer_shell_prefix
-        final_tool = self.scenario.final_answer_tool
-        # The finish-tool call runs no command: it is in the reply but never a witnessed `tool_call`.
-        finish: tuple[IssuedToolCall, ...] = ()
-        consumes_step = True
-        wire_calls: tuple[IssuedToolCall, ...] | None = None
-        if self._delivery is not None:
-            played = self._delivery.play(step, self.markers_dir, codec.new_tool_call_id)
-            calls, text, answer, consumes_step, wire_calls = (
-                played.calls,
-                played.text,
-                played.answer,
-                played.consumes_step,
-                (),
-            )
-        elif isinstance(step, FinalAnswerStep) and final_tool is not None:
-            call = final_tool_call(codec, model_request.tools, final_tool, step.answer)
-            if call is None:
-                names = ", ".join(tool.name for tool in model_request.tools) or "none"
-                detail = (
-                    f"the script ends through the tool {final_tool.tool!r}, which was not advertised (tools: {names})"
-                )
-                return self._reject(attempt, "no_finish_tool", detail)
-            answer = step.answer
-            finish = (call,)
-        elif isinstance(step, FinalAnswerStep) and prefix is None:
-            text = answer = step.answer
-        else:
-            shell = find_shell_tool(model_request.tools) or find_code_tool(model_request.tools)
-            if shell is None:
-                names = ", ".join(tool.name for tool in model_request.tools) or "none"
-                detail = f"the script needs a shell tool call but none usable was advertised (tools: {names})"
-                return self._reject(attempt, "no_shell_tool", detail)
-            if isinstance(step, FinalAnswerStep):
-                # The harness takes its final answer only from a command's output (harness_profile).
-                answer = step.answer
-                calls = (final_submit_call(codec, shell, prefix or "", step.answer, self.markers_dir),)
-            else:
-                calls = tuple(scripted_call(codec, shell, spec, self.markers_dir) for spec in step.calls)
+        played = self._delivery.play(self.scenario.steps[step_index], model_request, codec, self.markers_dir)
+        if isinstance(played, Refusal):
+            return self._reject(attempt, played.code, played.detail)
+        calls, answer = played.calls, played.answer
         usage = compaction.reply_usage(self.scenario, model_attempt, self._compacted)
         reply = ScriptedReply(
             response_id=codec.new_response_id(),
-            tool_calls=calls + finish if wire_calls is None else wire_calls,
-            text=text,
+            tool_calls=played.wire_calls,
+            text=played.text,
             usage=usage,
         )
         rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
@@ -335,9 +309,8 @@ class Interpreter:
         # State moves only once the reply is durably witnessed.
         for call in calls:
             self._calls[call.call_id] = self._sent[call.call_id]
-        if self._delivery is not None:
-            self._delivery.delivered(played)
-        if consumes_step:
+        self._delivery.delivered(played)
+        if played.consumes_step:
             self._step += 1
             if answer is not None:
                 self._final_sent = True

@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy_addons import sse
 from proxy_addons.chat import message_text, split_pieces
 from proxy_addons.protocol import (
     ModelRequest,
@@ -16,11 +15,11 @@ from proxy_addons.protocol import (
     ToolResult,
     Usage,
     compact_json,
+    rendered_reply,
 )
 from proxy_addons.shell_tool import ToolSpec
 
 PROTOCOL = "messages"
-JSON_CONTENT_TYPE = "application/json"
 # What the real API reports in `message_start` before any output exists; the final count arrives in
 # `message_delta`, so a client that keeps the first number records the wrong one.
 START_OUTPUT_TOKENS = 1
@@ -54,29 +53,8 @@ class MessagesCodec:
             else None
         )
         message = message_object(reply, model, carried)
-        if request.stream:
-            events = message_events(message)
-            frames = tuple(sse.encode_event(compact_json(event), event=event["type"]) for event in events)
-            return RenderedReply(
-                content_type=sse.CONTENT_TYPE,
-                body=b"".join(frames),
-                response=message,
-                sse_events=tuple(compact_json(event) for event in events),
-                frames=frames,
-                response_id=reply.response_id,
-                finish_reason=message["stop_reason"],
-                usage=carried,
-            )
-        return RenderedReply(
-            content_type=JSON_CONTENT_TYPE,
-            body=compact_json(message).encode("utf-8"),
-            response=message,
-            sse_events=None,
-            frames=None,
-            response_id=reply.response_id,
-            finish_reason=message["stop_reason"],
-            usage=carried,
-        )
+        events = [(compact_json(e), e["type"]) for e in message_events(message)] if request.stream else None
+        return rendered_reply(message, events, reply.response_id, message["stop_reason"], carried)
 
     def error_body(self, status: int, message: str, error_type: str, code: str) -> dict[str, Any]:
         # The Anthropic error shape has no code field; the status carries it.

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from proxy_addons import sse
 from proxy_addons.shell_tool import ToolSpec
+
+JSON_CONTENT_TYPE = "application/json"
 
 
 class RequestShapeError(ValueError):
@@ -114,6 +117,29 @@ class ScriptedReply:
 
 
 @dataclass(frozen=True)
+class Played:
+    """One scripted step as a delivery renders it for the harness: the reply's text and native tool calls, the
+    calls whose commands are expected to run, and the answer when the step ends the script."""
+
+    text: str | None
+    # The calls that run a command: each is witnessed as a `tool_call` and gates the script (result, marker).
+    calls: tuple[IssuedToolCall, ...]
+    answer: str | None
+    # The tool calls the reply carries natively: `calls` plus a finish-tool call, or none for a text delivery.
+    wire_calls: tuple[IssuedToolCall, ...] = ()
+    # False when the harness must be sent the same step again (Terminus confirms its `task_complete`).
+    consumes_step: bool = True
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A step the request gives no way to deliver: the violation code and its detail."""
+
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class RenderedReply:
     """A reply encoded for the wire, and the facts the witness records about it."""
 
@@ -129,6 +155,39 @@ class RenderedReply:
     finish_reason: str | None
     # Usage as carried on the wire (None when the reply carried none).
     usage: Usage | None
+
+
+def rendered_reply(
+    response: Mapping[str, Any],
+    events: Sequence[tuple[str, str | None]] | None,
+    response_id: str,
+    finish_reason: str | None,
+    usage: Usage | None,
+) -> RenderedReply:
+    """`response` on the wire: as one JSON body, or (`events` given: each event's data and optional `event:` name)
+    as the SSE stream of those events."""
+    if events is None:
+        return RenderedReply(
+            content_type=JSON_CONTENT_TYPE,
+            body=compact_json(response).encode("utf-8"),
+            response=response,
+            sse_events=None,
+            frames=None,
+            response_id=response_id,
+            finish_reason=finish_reason,
+            usage=usage,
+        )
+    frames = tuple(sse.encode_event(data, event=name) for data, name in events)
+    return RenderedReply(
+        content_type=sse.CONTENT_TYPE,
+        body=b"".join(frames),
+        response=response,
+        sse_events=tuple(data for data, _ in events),
+        frames=frames,
+        response_id=response_id,
+        finish_reason=finish_reason,
+        usage=usage,
+    )
 
 
 class Codec(Protocol):

@@ -20,7 +20,7 @@ from proxy_addons.responder import ABORT_HEADER, LOOPBACK, PLAN_HEADER, Streamin
 from proxy_addons.scenario import ScenarioError, load_scenario
 from proxy_addons.typechecks import skip_message_typechecks
 from proxy_addons.wire import RESET, ResetResponse, TimedResponse, WireOutcome
-from proxy_addons.witness import WitnessRecorder, WitnessWriteError, utc_timestamp
+from proxy_addons.witness import WITNESS_BUDGET_BYTES, WitnessRecorder, WitnessWriteError, utc_timestamp
 
 logger = logging.getLogger(__name__)
 
@@ -28,10 +28,13 @@ OPTION_SCENARIO = "probe_scenario"
 OPTION_WITNESS = "probe_witness"
 OPTION_MARKERS = "probe_markers"
 OPTION_EXIT = "probe_exit_when_done"
-OPTIONS = frozenset({OPTION_SCENARIO, OPTION_WITNESS, OPTION_MARKERS})
+OPTION_BUDGET = "probe_witness_budget"
+OPTIONS = frozenset({OPTION_SCENARIO, OPTION_WITNESS, OPTION_MARKERS, OPTION_BUDGET})
 DEFAULT_MARKERS = "/probe/markers"
 # sysexits EX_IOERR: the orchestrator can tell "witness lost" from an ordinary proxy failure.
 WITNESS_FAILURE_EXIT = 74
+# flow.error.msg of a request whose body went past mitmproxy's `body_size_limit` (mitmproxy 12.3.1).
+BODY_LIMIT_ERROR = "Request body exceeds mitmproxy's body_size_limit."
 # flow.metadata key holding the responder token of a flow routed to the streaming responder.
 PLAN_METADATA = "probe_plan"
 # mitmproxy's default addons that do nothing unless one of these options is set or a command is run (the proxy sets
@@ -70,7 +73,7 @@ class ScriptedProvider:
     def __init__(self) -> None:
         self.interpreter: Interpreter | None = None
         self.responder = StreamingResponder(clock=utc_timestamp)
-        self._active: tuple[str, str, str] | None = None
+        self._active: tuple[str, str, str, int] | None = None
         self._fatal: str | None = None
         self._own_ip: str | None = None
         self._stopping = False
@@ -90,6 +93,13 @@ class ScriptedProvider:
             OPTION_MARKERS, str, DEFAULT_MARKERS, "Directory where scripted tool calls write marker files."
         )
         loader.add_option(
+            OPTION_BUDGET,
+            int,
+            WITNESS_BUDGET_BYTES,
+            "Bytes the witness may grow to with request bodies and tool results in full; beyond them each is "
+            "recorded as its size and sha256 only, and the witness says so (0: no budget).",
+        )
+        loader.add_option(
             OPTION_EXIT,
             bool,
             False,
@@ -103,7 +113,8 @@ class ScriptedProvider:
         scenario_path = str(ctx.options.probe_scenario)
         witness_path = str(ctx.options.probe_witness)
         markers_dir = str(ctx.options.probe_markers)
-        config = (scenario_path, witness_path, markers_dir)
+        budget = int(getattr(ctx.options, OPTION_BUDGET))
+        config = (scenario_path, witness_path, markers_dir, budget)
         if self.interpreter is not None and config == self._active:
             # mitmproxy re-sends the old values when it rolls back a failed update: keep playing.
             return
@@ -113,6 +124,8 @@ class ScriptedProvider:
             self._close()
             logger.error("%s and %s are required; refusing all traffic", OPTION_SCENARIO, OPTION_WITNESS)
             return
+        if budget < 0:
+            raise _options_error(f"{OPTION_BUDGET} must be 0 (no budget) or a number of bytes, got {budget}")
         if not markers_dir.startswith("/"):
             # The command runs in another container; only an absolute path means the same place there.
             raise _options_error(f"{OPTION_MARKERS} must be an absolute path, got {markers_dir!r}")
@@ -121,7 +134,7 @@ class ScriptedProvider:
         except ScenarioError as exc:
             raise _options_error(f"{OPTION_SCENARIO}: {exc}") from exc
         try:
-            recorder = WitnessRecorder(witness_path)
+            recorder = WitnessRecorder(witness_path, budget=budget or None)
         except WitnessWriteError as exc:
             raise _options_error(f"{OPTION_WITNESS}: {exc}") from exc
         interpreter = Interpreter(scenario, recorder, markers_dir)
@@ -235,9 +248,22 @@ class ScriptedProvider:
 
     def error(self, flow: http.HTTPFlow) -> None:
         token = flow.metadata.get(PLAN_METADATA)
+        message = flow.error.msg if flow.error is not None else ""
         if isinstance(token, str):
-            message = flow.error.msg if flow.error is not None else ""
             self.responder.fail(token, client_left=message.lower().startswith("client disconnected"))
+        elif message == BODY_LIMIT_ERROR and self.interpreter is not None and self._fatal is None:
+            # mitmproxy refused the body while it arrived (its body_size_limit): the request hook never ran, so
+            # the refusal is witnessed here, from the head alone.
+            incoming = IncomingRequest(
+                method=flow.request.method,
+                path=flow.request.path,
+                headers=tuple(flow.request.headers.fields),
+                body=b"",
+            )
+            try:
+                self.interpreter.refuse_oversized(incoming, flow.request.headers.get("content-length"))
+            except WitnessWriteError as exc:
+                self._die(f"witness write failed: {exc}")
 
     def _finish_safely(self, answer: TimedResponse, outcome: WireOutcome) -> None:
         try:

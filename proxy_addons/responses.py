@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy_addons import sse
 from proxy_addons.chat import message_text, split_pieces
 from proxy_addons.protocol import (
     IssuedToolCall,
@@ -17,11 +16,11 @@ from proxy_addons.protocol import (
     ToolResult,
     Usage,
     compact_json,
+    rendered_reply,
 )
 from proxy_addons.shell_tool import ToolSpec
 
 PROTOCOL = "responses"
-JSON_CONTENT_TYPE = "application/json"
 COMPLETED = "completed"
 
 
@@ -42,29 +41,8 @@ class ResponsesCodec:
     def render_reply(self, reply: ScriptedReply, request: ModelRequest, model: str, created: int) -> RenderedReply:
         # Unlike Chat, a Responses stream always ends with the full response, usage included.
         response = response_object(reply, model, created, reply.usage)
-        if request.stream:
-            events = response_events(response)
-            frames = tuple(sse.encode_event(compact_json(event), event=event["type"]) for event in events)
-            return RenderedReply(
-                content_type=sse.CONTENT_TYPE,
-                body=b"".join(frames),
-                response=response,
-                sse_events=tuple(compact_json(event) for event in events),
-                frames=frames,
-                response_id=reply.response_id,
-                finish_reason=COMPLETED,
-                usage=reply.usage,
-            )
-        return RenderedReply(
-            content_type=JSON_CONTENT_TYPE,
-            body=compact_json(response).encode("utf-8"),
-            response=response,
-            sse_events=None,
-            frames=None,
-            response_id=reply.response_id,
-            finish_reason=COMPLETED,
-            usage=reply.usage,
-        )
+        events = [(compact_json(e), e["type"]) for e in response_events(response)] if request.stream else None
+        return rendered_reply(response, events, reply.response_id, COMPLETED, reply.usage)
 
     def error_body(self, status: int, message: str, error_type: str, code: str) -> dict[str, Any]:
         return {"error": {"message": message, "type": error_type, "code": code, "param": None}}

@@ -53,6 +53,13 @@ SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "openai-api
 # 0.3-1 ms of kernel time charged to the proxy's one CPU, and one per reply was as much CPU again as the reply.
 SYNC_LAG_BOUND = 0.010
 COMMIT_DELAY = 0.004
+# What a witness may grow to with bodies in full (request bodies, tool results as the model saw them): a probe's
+# witness is a few MiB at most, and a harness sending 16 MiB bodies in a loop must not fill the disk (nor the memory of
+# the orchestrator, which reads the witness whole: at 64 MiB of bodies its peak RSS passed 320 MB). Beyond it each
+# body is recorded as its size and sha256 only (`<field>_withheld`), and the witness says so once (a `violation`
+# with code `witness_budget`); every event is still written, so the witness stays gap-free.
+WITNESS_BUDGET_BYTES = 32 * 1024 * 1024
+BUDGET_VIOLATION = "witness_budget"
 
 
 class WitnessWriteError(RuntimeError):
@@ -85,6 +92,24 @@ def witness_headers(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     return {name: ", ".join(values) for name, values in kept.items()}
 
 
+def _line(record: Mapping[str, Any]) -> bytes:
+    return json.dumps(record, allow_nan=False, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def _holds_body(record: Mapping[str, Any], bodies: Mapping[str, bytes]) -> bool:
+    return any(record.get(key) is not None for key in bodies)
+
+
+def _withheld(record: dict[str, Any], bodies: Mapping[str, bytes]) -> dict[str, Any]:
+    """`record` with each body in `bodies` it holds replaced by null and `<field>_withheld` {size, sha256}."""
+    copy = dict(record)
+    for key in (key for key in bodies if record.get(key) is not None):
+        raw = bodies[key]
+        copy[key] = None
+        copy[f"{key}_withheld"] = {"size": len(raw), "sha256": sha256_hex(raw)}
+    return copy
+
+
 class WitnessRecorder:
     """Appends witness events with a gap-free `seq` that equals the line's position in the file."""
 
@@ -94,8 +119,13 @@ class WitnessRecorder:
         clock: Callable[[], str] = utc_timestamp,
         lag_bound: float = SYNC_LAG_BOUND,
         commit_delay: float = COMMIT_DELAY,
+        budget: int | None = WITNESS_BUDGET_BYTES,
     ) -> None:
         self.path = Path(path)
+        # None: no budget. Bytes of the file so far (earlier lines of a restarted proxy's witness included).
+        self.budget = budget
+        self.bytes_written = 0
+        self.budget_reached = False
         self._clock = clock
         self._lag_bound = lag_bound
         # Half the bound at most, so that a group's fsync normally ends before any write has to wait for it.
@@ -133,6 +163,7 @@ class WitnessRecorder:
         # Appending to an earlier witness (a restarted proxy) must keep seq equal to the line
         # position; a torn last line is terminated so our first line stays parseable.
         self.seq = existing.count(b"\n")
+        self.bytes_written = len(existing)
         if existing and not existing.endswith(b"\n"):
             try:
                 self._append(b"\n")
@@ -148,10 +179,19 @@ class WitnessRecorder:
     def now(self) -> str:
         return self._clock()
 
-    def write(self, event: str, fields: Mapping[str, Any], at: str | None = None) -> dict[str, Any]:
+    def write(
+        self,
+        event: str,
+        fields: Mapping[str, Any],
+        at: str | None = None,
+        bodies: Mapping[str, bytes] | None = None,
+    ) -> dict[str, Any]:
         """Write one event (flushed to the kernel; fsync'd by the writer thread) and return it.
 
-        Raises WitnessWriteError when it cannot, or when an earlier line's fsync failed."""
+        `bodies`: the fields of `fields` that hold a body the harness sent, each with the bytes it was made from;
+        once the line would take the witness past its budget, each is written as null and `<field>_withheld`
+        {size, sha256} of those bytes instead. Raises WitnessWriteError when it cannot write, or when an earlier
+        line's fsync failed."""
         if self._broken or self._file is None:
             self._reported = True
             raise WitnessWriteError(f"witness file {self.path} is not writable{self._failure_detail()}")
@@ -164,12 +204,42 @@ class WitnessRecorder:
         record.update(fields)
         # Serialisation errors are bugs in the caller and leave the file untouched, so they stay
         # ordinary exceptions; only I/O failures poison the recorder.
-        line = json.dumps(record, allow_nan=False, separators=(",", ":")).encode("ascii") + b"\n"
+        line = None if self.budget_reached and bodies else _line(record)
+        if bodies and (line is None or not self._fits(len(line))) and _holds_body(record, bodies):
+            self._note_budget(record)  # a line of its own, first: this event's seq moves past it
+            record["seq"] = self.seq
+            record = _withheld(record, bodies)
+            line = _line(record)
+        if line is None:
+            line = _line(record)
         self._append(line)
+        self.bytes_written += len(line)
         self.seq += 1
         if event == "attempt":
             self.attempts_written += 1
         return record
+
+    def _fits(self, size: int) -> bool:
+        return self.budget is None or self.bytes_written + size <= self.budget
+
+    def _note_budget(self, record: Mapping[str, Any]) -> None:
+        """Once, before the first line with a body withheld: the witness reached its budget."""
+        if self.budget_reached:
+            return
+        self.budget_reached = True
+        attempt_id = record.get("attempt_id")
+        detail = (
+            f"the witness reached its budget of {self.budget} bytes: from here on the bodies the harness sends are "
+            "recorded as their size and sha256 only"
+        )
+        self.write(
+            "violation",
+            {
+                "attempt_id": attempt_id if isinstance(attempt_id, str) else None,
+                "code": BUDGET_VIOLATION,
+                "detail": detail,
+            },
+        )
 
     def _append(self, data: bytes) -> None:
         assert self._file is not None

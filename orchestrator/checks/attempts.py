@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import (
     Key,
     all_ok,
@@ -239,5 +239,11 @@ def attempts_retry_identical(ev: Evidence) -> list[str]:
     reasons = []
     for (prev, nxt), key in zip(itertools.pairwise(attempts), keys, strict=False):
         if key[0] != "ok" and _body(prev) != _body(nxt):
-            reasons.append(f"{nxt['attempt_id']} differs from the failed {prev['attempt_id']} it retried")
+            if withheld(prev, "request") or withheld(nxt, "request"):
+                # Equal hashes of the bytes sent would have matched; unequal ones may be the same body re-serialized.
+                reasons.append(
+                    f"{nxt['attempt_id']} cannot be compared with the failed {prev['attempt_id']}: {WITHHELD}"
+                )
+            else:
+                reasons.append(f"{nxt['attempt_id']} differs from the failed {prev['attempt_id']} it retried")
     return reasons

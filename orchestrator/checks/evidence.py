@@ -19,16 +19,23 @@ from orchestrator.evidence import (
 from orchestrator.evidence.bulk import gc_paused
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, compact_objects, loads, read_bytes, read_chunks
 
-__all__ = ["Evidence", "Witness", "read_witness", "scope_of"]
+__all__ = ["WITHHELD", "Evidence", "Witness", "read_witness", "scope_of", "withheld"]
 
 
 _FMT = "probe-witness/v1"
+# Why a body is not in the witness (probe-witness/v1 `<field>_withheld`): a check comparing it reads it as unavailable.
+WITHHELD = "only its size and sha256 are in the witness (the witness reached its byte budget)"
 _EVENT_KINDS = frozenset({"start", "attempt", "tool_call", "tool_result_seen", "marker", "violation", "egress", "end"})
 # Bytes at which str.splitlines() or str.strip() of the decoded text would act and bytes.splitlines()/strip() not.
 _STR_ONLY_BREAKS = b"\x0b\x0c\x1c\x1d\x1e\x1f"
 _STR_ONLY_BREAKS_EACH = [bytes([b]) for b in _STR_ONLY_BREAKS]
 _BATCH = 256  # witness lines read and checked together: small enough to stay in the CPU caches
 _PIECE = 1 << 20  # bytes of the witness read at a time
+
+
+def withheld(event: dict[str, Any], field: str) -> bool:
+    """Whether the witness holds `field` of `event` as size and sha256 only (past the proxy's witness budget)."""
+    return f"{field}_withheld" in event
 
 
 def _arrival(attempt_id: str) -> tuple[int, str]:

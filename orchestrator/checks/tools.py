@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import column, decided, shared
 from orchestrator.checks.model import Kind, check
 
@@ -213,8 +213,11 @@ def witness_output(ev: Evidence) -> list[str]:
             # The model never saw a result of the final-submit call (the harness ended on it): nothing to compare.
             continue
         results = results_seen(call["tool_call_id"])
-        if len(results) == 1 and t.get("output") == results[0]["output"]:
+        if len(results) == 1 and t.get("output") == results[0]["output"] and results[0]["output"] is not None:
             continue  # the common case: seen once, as recorded
+        if any(withheld(s, "output") for s in results):
+            reasons.append(f"{call['tool_call_id']}: the result the model saw cannot be compared: {WITHHELD}")
+            results = [s for s in results if not withheld(s, "output")]
         for seen in {s["output"] for s in results}:
             if t.get("output") != seen:
                 reasons.append(f"{call['tool_call_id']}: output {t.get('output')!r}, the model saw {seen!r}")

@@ -11,7 +11,7 @@ from operator import itemgetter, methodcaller
 from typing import Any
 
 from orchestrator.checks import looks
-from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import (
     Join,
     Key,
@@ -113,7 +113,10 @@ def attempts_exchange(ev: Evidence) -> list[str]:
             if why:
                 reasons.append(why)
         if c.get("request") is not None and not _same_request(c["request"], a):
-            reasons.append(f"{_name(c)}: the recorded request is not the one {a['attempt_id']} sent")
+            if withheld(a, "request"):
+                reasons.append(f"{_name(c)}: the request {a['attempt_id']} sent cannot be compared: {WITHHELD}")
+            else:
+                reasons.append(f"{_name(c)}: the recorded request is not the one {a['attempt_id']} sent")
     for c, a in joined.out_of_order:
         reasons.append(f"{_name(c)}: recorded after calls the wire saw later than {a['attempt_id']}")
     return reasons
@@ -226,8 +229,14 @@ def history_witness_results(ev: Evidence) -> list[str]:
                 continue  # a result the wire never carried is witness.results_seen's finding
             content = m.get("content")
             text = content if isinstance(content, str) else _text(content)
-            if len(results) == 1 and text == results[0]["output"]:
+            if len(results) == 1 and text == results[0]["output"] and text is not None:
                 continue  # the common case: seen once, as recorded
+            if any(withheld(s, "output") for s in results):
+                reasons.append(
+                    f"invocation {inv.get('invocation_id')}: conversation[{n}]: the result the model saw for "
+                    f"{m.get('tool_call_id')!r} cannot be compared: {WITHHELD}"
+                )
+                continue
             seen = {s["output"] for s in results}
             if text not in seen:
                 reasons.append(

@@ -35,6 +35,9 @@ MODES: dict[str, str] = {
     "hostile-sparse": "leave a 100 GiB sparse file before the rollout in native/",
     "hostile-marker": "make each marker a FIFO or a link to /dev/zero",
     "hostile-deep-body": "send one request nested 3000 levels deep first",
+    # Attacks on the witness and the proxy's memory (tests/integration/test_hostile_witness.py).
+    "hostile-body-flood": "send 24 request bodies of 16 MiB first (to fill the witness)",
+    "hostile-chunked-body": "stream one 1.5 GiB chunked request body first (to fill the proxy's memory)",
 }
 PROTOCOLS = ("chat", "responses", "messages")
 # Per HTTP request: a withheld reply makes the SDK give up and retry well within the episode.

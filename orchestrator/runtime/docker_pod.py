@@ -1,4 +1,5 @@
-"""The pod on a Docker-API engine: a proxy with `network_mode=none`, a harness in the proxy's namespace."""
+"""The pod on a Docker-API engine: a proxy with `network_mode=none`, a harness in the proxy's namespace, and an idle
+holder that keeps the pod's in-memory volumes while either of them ends (or is killed)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,22 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST, PodSpec
+from orchestrator.runtime.spec import ContainerSpec
 
 if TYPE_CHECKING:
     from orchestrator.runtime.docker import Engine, RunningContainer
 
-__all__ = ["HELD_DIR", "DockerPod", "docker_pod"]
+__all__ = ["HELD_DIR", "HOLDER_COMMAND", "PROXY_SCRATCH", "DockerPod", "docker_pod"]
 
-# Where the proxy mounts (read-only, never reads) the harness's in-memory volumes: a tmpfs volume keeps its
-# content only while mounted somewhere, and the harness's logs must outlive its exit until they are collected.
+# Where the holder mounts (read-only, never reads) the pod's in-memory volumes: a tmpfs volume keeps its content only
+# while mounted somewhere, and the harness's logs and the proxy's witness must outlive their exits until collected.
+# The holder is not the proxy, so a proxy killed for its memory no longer takes the harness's files with it.
 HELD_DIR = "/probe/held"
+# The holder runs only this (coreutils of the base image every image is built on): it reads nothing and writes nothing.
+HOLDER_COMMAND = ["sleep", "infinity"]
+HOLDER_MEMORY, HOLDER_CPUS, HOLDER_PIDS = "32m", 0.1, 8
+# Scratch space of the proxy's own (Python and mitmproxy write nothing there as configured; a cap if they did).
+PROXY_SCRATCH = {"/tmp": "16m"}
 
 
 class DockerPod:
@@ -37,28 +45,47 @@ class DockerPod:
     def limits(self) -> dict[str, Any]:
         harness = self._engine.effective_limits(self._harness)
         harness["writable"] = self._engine.writable_limits(self._spec.writable)
-        return {"proxy": self._engine.effective_limits(self._proxy), "harness": harness}
+        proxy = self._engine.effective_limits(self._proxy)
+        proxy["writable"] = self._engine.writable_limits(self._spec.proxy_writable)
+        return {"proxy": proxy, "harness": harness}
 
 
 @contextmanager
 def docker_pod(engine: Engine, spec: PodSpec) -> Iterator[DockerPod]:
-    """Volumes, a started and ready proxy, a created harness; removed in reverse order however the block ends."""
+    """Volumes and their holder, a started and ready proxy, a created harness; removed in reverse order however the
+    block ends."""
     with ExitStack() as stack:
         shared = stack.enter_context(engine.volume(f"{spec.name}-shared", spec.labels))
         held: dict[str, str] = {}
         for i, (path, size) in enumerate(sorted(spec.writable.items())):
             vol = stack.enter_context(engine.volume(f"{spec.name}-w{i}", spec.labels, tmpfs_size=size))
             held[path] = str(vol.name)
+        proxy_held: dict[str, str] = {}
+        for i, (path, size) in enumerate(sorted(spec.proxy_writable.items())):
+            vol = stack.enter_context(engine.volume(f"{spec.name}-p{i}", spec.labels, tmpfs_size=size))
+            proxy_held[path] = str(vol.name)
+        # The proxy's own files (its scenario) go in a volume of their own: a read-only root takes no copy into it.
+        files = None
+        if spec.proxy.files:
+            size = f"{max(1, -(-sum(map(len, spec.proxy.files.values())) // (1 << 20)) * 2)}m"
+            files = stack.enter_context(engine.volume(f"{spec.name}-files", spec.labels, tmpfs_size=size))
+        every = [*held.values(), *proxy_held.values(), *([str(files.name)] if files is not None else [])]
+        if every:
+            holder = stack.enter_context(engine.container(_holder_spec(spec, every)))
+            holder.start()
         proxy_spec = replace(
             spec.proxy,
             network="none",
             # The harness shares the proxy's resolv.conf and hosts: its resolver is the proxy's DNS listener.
             dns=[LOOPBACK],
             extra_hosts={PROVIDER_HOST: LOOPBACK},
+            read_only=True,
+            tmpfs={**PROXY_SCRATCH, **spec.proxy.tmpfs},
             volumes={
                 **spec.proxy.volumes,
                 str(shared.name): {"bind": spec.shared, "mode": "ro"},
-                **{vol: {"bind": f"{HELD_DIR}/{i}", "mode": "ro"} for i, vol in enumerate(held.values())},
+                **{vol: {"bind": path, "mode": "rw"} for path, vol in proxy_held.items()},
+                **({str(files.name): {"bind": spec.proxy.files_base, "mode": "rw"}} if files is not None else {}),
             },
         )
         proxy = stack.enter_context(engine.container(proxy_spec))
@@ -79,3 +106,21 @@ def docker_pod(engine: Engine, spec: PodSpec) -> Iterator[DockerPod]:
         harness = stack.enter_context(engine.container(harness_spec))
         proxy.wait_for_log(spec.ready_log, spec.ready_timeout)
         yield DockerPod(engine, proxy, harness, spec)
+
+
+def _holder_spec(spec: PodSpec, volumes: list[str]) -> ContainerSpec:
+    """An idle container of the proxy's image mounting every in-memory volume read-only: nothing else, no network."""
+    return ContainerSpec(
+        image=spec.proxy.image,
+        name=f"{spec.name}-holder",
+        entrypoint=HOLDER_COMMAND[:1],
+        command=HOLDER_COMMAND[1:],
+        user="probe",
+        labels={**spec.labels, "harness-probe.role": "holder"},
+        network="none",
+        read_only=True,
+        mem_limit=HOLDER_MEMORY,
+        cpus=HOLDER_CPUS,
+        pids_limit=HOLDER_PIDS,
+        volumes={vol: {"bind": f"{HELD_DIR}/{i}", "mode": "ro"} for i, vol in enumerate(volumes)},
+    )

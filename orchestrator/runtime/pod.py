@@ -3,9 +3,11 @@
 The proxy starts with no network at all; the harness joins the proxy's namespace. `provider` is
 127.0.0.1 and the resolver is the proxy's DNS listener on 127.0.0.1:53, so every lookup is witnessed;
 a connect to any other address fails in the kernel (no route). Only the shared directory (markers)
-is mounted in both, read-only for the proxy. The harness's root filesystem is read-only; the paths
-it writes are size-capped in-memory filesystems that outlive its exit until the pod ends, so its
-logs can be collected. A backend (Docker here; Podman, Apptainer later) gives this shape its own way.
+is mounted in both, read-only for the proxy. Both root filesystems are read-only; the paths each
+writes (the harness's, the proxy's witness folder) are in-memory filesystems that outlive the
+process's exit until the pod ends, so its logs and the witness can be collected, each size-capped
+where the runtime can (`limits()` says what held). A backend (Docker, Podman, Apptainer) gives this
+shape its own way.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class PodSpec:
     harness: ContainerSpec
     shared: str  # the one directory both see: read-write for the harness, read-only for the proxy
     writable: dict[str, str] = field(default_factory=dict)  # harness path -> size cap ("512m")
+    # Proxy path -> size cap: the only paths it writes (the witness folder), on a root filesystem that is read-only.
+    proxy_writable: dict[str, str] = field(default_factory=dict)
     ready_log: bytes = b""  # the proxy is ready once its output holds this
     ready_timeout: float = 60.0
 
@@ -67,7 +71,7 @@ class ContainerHandle(Protocol):
 class Pod(Protocol):
     """A started proxy (ready) and a created harness; everything goes away when the context ends.
 
-    Collect from the harness before stopping the proxy: the proxy holds the harness's writable paths.
+    Collect from the harness before stopping the proxy (a backend may hold the harness's writable paths with it).
     """
 
     @property

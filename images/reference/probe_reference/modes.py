@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from probe_reference import hostile_files
+from probe_reference import hostile_bodies, hostile_files
 from probe_reference.hostile_sandbox import burn_cpu, escape_attempts, fork_bomb
 from probe_reference.progress import say
 from probe_reference.rollout import ModelCall, Rollout
@@ -201,6 +201,16 @@ MODES: dict[str, Mode] = {
             "hostile-deep-body",
             "send one request nested 3000 levels deep first",
             before_first_call=lambda _dir: hostile_files.deep_body(),
+        ),
+        Mode(
+            "hostile-body-flood",
+            "send 24 request bodies of 16 MiB first (to fill the witness)",
+            before_first_call=lambda _dir: hostile_bodies.body_flood(),
+        ),
+        Mode(
+            "hostile-chunked-body",
+            "stream one 1.5 GiB chunked request body first (to fill the proxy's memory)",
+            before_first_call=lambda _dir: hostile_bodies.chunked_body(),
         ),
     )
 }

@@ -102,6 +102,7 @@ def test_every_misreporting_mode_is_covered() -> None:
     assert set(HOSTILE) == {
         "hostile-network", "hostile-cpu", "hostile-fork", "hostile-version",
         "hostile-files", "hostile-sparse", "hostile-marker", "hostile-deep-body",
+        "hostile-body-flood", "hostile-chunked-body",
     }  # fmt: skip
     assert set(MODES) == {"honest", "hang", *EDITS, *HOSTILE}
 

@@ -1,0 +1,108 @@
+"""The Docker pod's shape, against a recording engine: who mounts which volume, how, and on what root."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from orchestrator.runtime.docker import Engine
+from orchestrator.runtime.docker_pod import HELD_DIR, HOLDER_COMMAND, docker_pod
+from orchestrator.runtime.pod import PodSpec
+from orchestrator.runtime.spec import ContainerSpec
+
+
+@dataclass
+class _Volume:
+    name: str
+
+
+@dataclass
+class _Container:
+    spec: ContainerSpec
+    log: list[str]
+    id: str = "c0"
+
+    def start(self) -> None:
+        self.log.append(f"start {self.spec.name}")
+
+    def wait_for_log(self, needle: bytes, timeout: float) -> None:
+        self.log.append(f"ready {self.spec.name}")
+
+
+@dataclass
+class RecordingEngine:
+    """Records volumes (with their tmpfs caps) and containers in the order the pod makes them."""
+
+    log: list[str] = field(default_factory=list)
+    volumes: dict[str, str | None] = field(default_factory=dict)
+    containers: dict[str, ContainerSpec] = field(default_factory=dict)
+
+    @contextmanager
+    def volume(self, name: str, labels: dict[str, str], tmpfs_size: str | None = None) -> Iterator[_Volume]:
+        self.volumes[name] = tmpfs_size
+        self.log.append(f"volume {name}")
+        yield _Volume(name)
+        self.log.append(f"remove volume {name}")
+
+    @contextmanager
+    def container(self, spec: ContainerSpec) -> Iterator[_Container]:
+        self.containers[spec.name] = spec
+        self.log.append(f"create {spec.name}")
+        yield _Container(spec, self.log)
+        self.log.append(f"remove {spec.name}")
+
+
+def _spec() -> PodSpec:
+    return PodSpec(
+        name="ep",
+        labels={"harness-probe.run": "r"},
+        proxy=ContainerSpec(
+            image="proxy:1",
+            name="ep-proxy",
+            files={"/probe/scenario/scenario.json": b"{}"},
+            files_base="/probe/scenario",
+        ),
+        harness=ContainerSpec(image="harness:1", name="ep-harness"),
+        shared="/probe/markers",
+        writable={"/home/probe": "512m"},
+        proxy_writable={"/probe/witness": "96m"},
+    )
+
+
+def test_the_holder_keeps_every_in_memory_volume_and_the_proxy_root_is_read_only() -> None:
+    engine = RecordingEngine()
+    with docker_pod(cast(Engine, engine), _spec()):
+        pass
+    holder, proxy, harness = (engine.containers[n] for n in ("ep-holder", "ep-proxy", "ep-harness"))
+    in_memory = {name for name, size in engine.volumes.items() if size is not None}
+    assert in_memory == {"ep-w0", "ep-p0", "ep-files"}
+    assert engine.volumes["ep-p0"] == "96m" and engine.volumes["ep-w0"] == "512m"
+    # The holder: idle, no network, read-only, every in-memory volume mounted read-only.
+    assert [*(holder.entrypoint or []), *(holder.command or [])] == HOLDER_COMMAND
+    assert holder.network == "none" and holder.read_only and holder.image == "proxy:1"
+    assert {v: m["mode"] for v, m in holder.volumes.items()} == dict.fromkeys(in_memory, "ro")
+    assert all(m["bind"].startswith(f"{HELD_DIR}/") for m in holder.volumes.values())
+    # The proxy: a read-only root, its witness folder and its files in memory, the harness's volumes not at all.
+    assert proxy.read_only and "/tmp" in proxy.tmpfs
+    binds: dict[str, Any] = {m["bind"]: (v, m["mode"]) for v, m in proxy.volumes.items()}
+    assert binds == {
+        "/probe/markers": ("ep-shared", "ro"),
+        "/probe/witness": ("ep-p0", "rw"),
+        "/probe/scenario": ("ep-files", "rw"),
+    }
+    assert harness.read_only and {m["bind"] for m in harness.volumes.values()} == {"/probe/markers", "/home/probe"}
+    # Held before anything writes to the volumes, and removed only after the proxy and the harness.
+    log = engine.log
+    assert log.index("start ep-holder") < log.index("create ep-proxy")
+    assert log.index("remove ep-holder") > log.index("remove ep-proxy") > log.index("remove ep-harness")
+
+
+def test_a_pod_with_nothing_in_memory_needs_no_holder() -> None:
+    engine = RecordingEngine()
+    spec = _spec()
+    spec.writable, spec.proxy_writable, spec.proxy.files = {}, {}, {}
+    with docker_pod(cast(Engine, engine), spec):
+        pass
+    assert "ep-holder" not in engine.containers and engine.containers["ep-proxy"].read_only
