@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from orchestrator.harnesses.options import Option, OptionValues, parse_options
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["Harness", "Launch", "LaunchContext", "NormalizeError", "content_text", "tool_arguments"]
@@ -67,8 +68,8 @@ class Harness(ABC):
         """The one-shot, non-interactive command line, its environment and config files for one episode."""
 
     @abstractmethod
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
-        """native/ -> a probe-rollout/v1 dict, from what the harness itself reported and nothing else."""
+    def normalize(self, native_dir: Path) -> Rollout | dict[str, Any]:
+        """native/ -> a probe-rollout/v1 rollout, from what the harness itself reported and nothing else."""
 
     def harness_profile(self) -> dict[str, Any] | None:
         """What the proxy must know about this harness to play a scenario to it (scenario key `harness_profile`)."""

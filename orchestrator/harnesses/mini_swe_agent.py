@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.mini_swe_agent_normalize import TRAJECTORY_NAME, normalize_trajectory
 from orchestrator.harnesses.options import Integer
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["MiniSweAgentHarness"]
@@ -101,7 +101,7 @@ class MiniSweAgentHarness(Harness):
         files = {config_path: yaml.safe_dump(config, sort_keys=True).encode()}
         return Launch(command=command, environment=env, files=files)
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return normalize_trajectory(native_dir / Path(PROBE_DIR).name / TRAJECTORY_NAME, self.name)
 
     def parse_version(self, output: str) -> str:

@@ -1,0 +1,43 @@
+"""Readers of one value a harness wrote: each takes what it finds and gives the typed value or None, never raises."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["count", "epoch_iso", "integer", "iso", "nonempty", "string"]
+
+
+def string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def nonempty(value: Any) -> str | None:
+    """A string with something in it; "" is as good as none."""
+    return value if isinstance(value, str) and value else None
+
+
+def integer(value: Any) -> int | None:
+    """An int as recorded, negative ones included (bool is no int here)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def count(value: Any) -> int | None:
+    """A count: a non-negative int. One the harness did not give stays unknown, never 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def iso(moment: datetime | None) -> str | None:
+    """An aware UTC datetime in the rollout's form, to the microsecond (2026-01-01T00:00:00.000000Z)."""
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z") if moment else None
+
+
+def epoch_iso(value: Any, per_second: int = 1) -> str | None:
+    """An epoch time (seconds, or `per_second` units a second) to the millisecond; one out of range is none."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        moment = datetime.fromtimestamp(value / per_second, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
