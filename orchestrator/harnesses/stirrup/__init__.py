@@ -9,6 +9,7 @@ from typing import Any
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.options import Integer
 from orchestrator.harnesses.stirrup.rollout import FINISH_TOOL, RECORD_NAME, normalize_record
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["StirrupHarness"]
@@ -71,7 +72,7 @@ class StirrupHarness(Harness):
         command = ["sh", "-c", 'exec "$@" </dev/null', "probe-stirrup", "probe-stirrup", scenario.task]
         return Launch(command=command, environment=env)
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return normalize_record(native_dir / Path(PROBE_DIR).name / RECORD_NAME, self.name)
 
     def parse_version(self, output: str) -> str:

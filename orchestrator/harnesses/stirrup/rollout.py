@@ -13,6 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError, tool_arguments
+from orchestrator.harnesses.values import count, nonempty
+from orchestrator.records import (
+    Gap,
+    Message,
+    Outcome,
+    RequestedCall,
+    Rollout,
+    RolloutBuilder,
+    exit_status,
+    outcome,
+    token_stats,
+    tool_record,
+)
 
 __all__ = ["FINISH_TOOL", "RECORD_FORMAT", "RECORD_NAME", "normalize_record"]
 
@@ -27,7 +40,7 @@ INVOCATION_ID = "stirrup-session"
 _EXIT_CODE = re.compile(r"<exit_code>(-?\d+)</exit_code>")
 
 # What Stirrup's returned values have no place for, true of every run, named so no check mistakes absence for zero.
-_STRUCTURAL_GAPS = (
+_STRUCTURAL_GAPS: tuple[Gap, ...] = (
     {
         "code": "model_calls.failed_attempts_unrecorded",
         "detail": "the history holds only replies Stirrup accepted: attempts the openai SDK retried (429, 5xx, "
@@ -67,7 +80,7 @@ _STRUCTURAL_GAPS = (
 )
 
 
-def normalize_record(path: Path, harness: str) -> dict[str, Any]:
+def normalize_record(path: Path, harness: str) -> Rollout:
     """Read the run record at `path`; NormalizeError when it is absent, corrupt or not a run record."""
     if not path.is_file():
         raise NormalizeError(f"the driver wrote no run record ({path.name} missing in native/)")
@@ -79,62 +92,42 @@ def normalize_record(path: Path, harness: str) -> dict[str, Any]:
         raise NormalizeError(f"{path.name} is not a Stirrup run record (format {RECORD_FORMAT!r})")
     returned, raised = data.get("returned"), data.get("raised")
     if isinstance(returned, dict) and isinstance(returned.get("history"), list):
-        builder = _Builder(harness, data.get("stirrup_version"))
+        history = _History(harness, data.get("stirrup_version"))
         for group in returned["history"]:
             for message in group if isinstance(group, list) else []:
                 if isinstance(message, dict):
-                    builder.message(message)
-        return builder.build(_finished(returned.get("finish_params")))
+                    history.message(message)
+        return history.build(_finished(returned.get("finish_params")))
     if isinstance(raised, dict):
-        builder = _Builder(harness, data.get("stirrup_version"))
-        builder.gaps.append(
-            {
-                "code": "history.not_returned",
-                "detail": "session.run raised instead of returning, so Stirrup handed back no history: every reply, "
-                "step and tool call of the run is unrecorded",
-                "labels": ["E1", "E3", "E4", "E5"],
-            }
+        history = _History(harness, data.get("stirrup_version"))
+        history.b.gap(
+            "history.not_returned",
+            "session.run raised instead of returning, so Stirrup handed back no history: every reply, "
+            "step and tool call of the run is unrecorded",
+            ["E1", "E3", "E4", "E5"],
         )
-        kind = _str(raised.get("type")) or "exception"
-        builder.failed_call(raised)
-        return builder.build(
-            {
-                "final_answer": None,
-                "status": "error",
-                "failure_kind": kind,
-                "failure_reason": _str(raised.get("message")) or kind,
-            }
+        kind = nonempty(raised.get("type")) or "exception"
+        history.failed_call(raised)
+        return history.build(
+            outcome("error", failure_kind=kind, failure_reason=nonempty(raised.get("message")) or kind)
         )
     raise NormalizeError(f"{path.name} records neither returned values nor a raised exception")
 
 
-def _finished(finish_params: Any) -> dict[str, Any]:
+def _finished(finish_params: Any) -> Outcome:
     if isinstance(finish_params, dict):
         reason = finish_params.get("reason")
-        return {
-            "final_answer": reason if isinstance(reason, str) else None,
-            "status": "completed",
-            "failure_kind": None,
-            "failure_reason": None,
-        }
+        return outcome("completed", final_answer=reason if isinstance(reason, str) else None)
     # Stirrup returns finish_params None when max_turns ran out without a finish call.
-    return {
-        "final_answer": None,
-        "status": "error",
-        "failure_kind": "max_turns",
-        "failure_reason": "session.run returned without finish params (maximum number of turns reached)",
-    }
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return outcome(
+        "error",
+        failure_kind="max_turns",
+        failure_reason="session.run returned without finish params (maximum number of turns reached)",
+    )
 
 
 def _text(content: Any) -> str | None:
+    """Stirrup's own content form (base.content_text's reading, and plain strings as parts too)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content blocks: text parts only (images are not model-visible text)
@@ -143,18 +136,12 @@ def _text(content: Any) -> str | None:
     return None
 
 
-class _Builder:
+class _History:
     """One pass over the history in order: calls, steps, tool records and the conversation."""
 
     def __init__(self, harness: str, version: Any) -> None:
-        self.harness = harness
-        self.version = _str(version)
-        self.calls: list[dict[str, Any]] = []
-        self.steps: list[dict[str, Any]] = []
-        self.tools: list[dict[str, Any]] = []
-        self.conversation: list[dict[str, Any]] = []
-        self.gaps: list[dict[str, Any]] = [dict(g) for g in _STRUCTURAL_GAPS]
-        self._pending: dict[str, dict[str, Any]] = {}
+        self.b = RolloutBuilder(harness, nonempty(version), _STRUCTURAL_GAPS)
+        self.conversation: list[Message] = []
 
     def message(self, m: dict[str, Any]) -> None:
         role = m.get("role")
@@ -166,79 +153,61 @@ class _Builder:
             self.conversation.append({"role": role, "content": _text(m.get("content"))})
 
     def _assistant(self, m: dict[str, Any]) -> None:
-        n = len(self.calls) + 1
-        call_id = f"call-{n}"
+        n = len(self.b.calls) + 1
         raw_usage = m.get("token_usage")
         usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-        prompt, answer, reasoning = (_count(usage.get(k)) for k in ("input", "answer", "reasoning"))
+        prompt, answer, reasoning = (count(usage.get(k)) for k in ("input", "answer", "reasoning"))
         completion = answer + reasoning if answer is not None and reasoning is not None else None
         blocks = [b for b in m.get("blocks", []) if isinstance(b, dict)] if isinstance(m.get("blocks"), list) else []
-        requested = [
+        requested: list[RequestedCall] = [
             {
-                "tool_call_id": _str(b.get("tool_call_id")) or "",
-                "tool_name": _str(b.get("name")) or "",
+                "tool_call_id": nonempty(b.get("tool_call_id")) or "",
+                "tool_name": nonempty(b.get("name")) or "",
                 "arguments": tool_arguments(b.get("arguments")),
             }
             for b in blocks
             if b.get("kind") == "tool_call"
         ]
         text = "".join(b["text"] for b in blocks if b.get("kind") == "text" and isinstance(b.get("text"), str))
-        self.calls.append(
+        call_id = self.b.call(
             {
-                "model_call_id": call_id,
+                "model_call_id": self.b.next_call_id(),
                 "started_at": None,
                 "completed_at": None,
                 "protocol": "chat",
                 "status_code": 200,
-                "response_id": _str(m.get("provider_response_id")),
+                "response_id": nonempty(m.get("provider_response_id")),
                 "finish_reason": None,
                 "error_category": None,
-                "token_stats": {
-                    "prompt": prompt,
-                    "completion": completion,
-                    "reasoning": reasoning,
+                "token_stats": token_stats(
+                    prompt=prompt,
+                    completion=completion,
+                    reasoning=reasoning,
                     # Stirrup's own TokenUsage.total (input + answer + reasoning), from the counts it kept.
-                    "total": prompt + completion if prompt is not None and completion is not None else None,
-                    "cached": None,
-                },
+                    total=prompt + completion if prompt is not None and completion is not None else None,
+                ),
                 "invocation_id": INVOCATION_ID,
             }
         )
-        self.steps.append(
-            {"step_no": n, "invocation_id": INVOCATION_ID, "timestamp": None, "model_call_refs": [call_id]}
-        )
+        self.b.step(n, INVOCATION_ID, None, [call_id])
         self.conversation.append({"role": "assistant", "content": text or None, "tool_calls": requested})
         for tc in requested:
-            if tc["tool_name"] == FINISH_TOOL:
-                continue
-            record = {
-                **tc,
-                "status": None,
-                "exit_code": None,
-                "output": None,
-                "invocation_id": INVOCATION_ID,
-                "step_no": n,
-            }
-            self.tools.append(record)
-            if tc["tool_call_id"]:
-                self._pending[tc["tool_call_id"]] = record
+            if tc["tool_name"] != FINISH_TOOL:
+                self.b.tool(tool_record(tc, INVOCATION_ID, n), awaits_result=True)
 
     def failed_call(self, raised: dict[str, Any]) -> None:
         """The reply that ended the run, when the exception Stirrup let escape was an HTTP status error."""
         status = raised.get("status_code")
         if not isinstance(status, int) or isinstance(status, bool):
             return
-        self.gaps.append(
-            {
-                "code": "model_calls.only_last_failure",
-                "detail": "of a run that raised, only the attempt whose error escaped is known (from the exception): "
-                "earlier attempts and replies are not",
-            }
+        self.b.gap(
+            "model_calls.only_last_failure",
+            "of a run that raised, only the attempt whose error escaped is known (from the exception): "
+            "earlier attempts and replies are not",
         )
-        call_id = f"call-{len(self.calls) + 1}"
-        self.calls.append(
+        self.b.call(
             {
-                "model_call_id": call_id,
+                "model_call_id": self.b.next_call_id(),
                 "started_at": None,
                 "completed_at": None,
                 "protocol": "chat",
@@ -247,52 +216,28 @@ class _Builder:
                 "finish_reason": None,
                 "error_category": f"http_{status}",
                 "error": raised.get("body"),
-                "token_stats": {k: None for k in ("prompt", "completion", "reasoning", "total", "cached")},
+                "token_stats": token_stats(),
                 "invocation_id": INVOCATION_ID,
             }
         )
 
     def _tool(self, m: dict[str, Any]) -> None:
-        cid = _str(m.get("tool_call_id"))
+        cid = nonempty(m.get("tool_call_id"))
         content = _text(m.get("content"))
         self.conversation.append({"role": "tool", "tool_call_id": cid, "content": content})
-        record = self._pending.pop(cid, None) if cid else None
+        record = self.b.result(cid)
         if record is None:
             return
         record["output"] = content
         found = _EXIT_CODE.search(content or "")
         if found:
-            record["exit_code"] = int(found.group(1))
-            record["status"] = "succeeded" if record["exit_code"] == 0 else "failed"
+            code = int(found.group(1))
+            record["exit_code"], record["status"] = code, exit_status(code)
         elif m.get("success") is False:
             # An error result (<error_kind>, bad arguments): the command did not complete.
             record["status"] = "failed"
 
-    def build(self, outcome: dict[str, Any]) -> dict[str, Any]:
-        for cid in self._pending:
-            self.gaps.append(
-                {
-                    "code": "tool_calls.result_unrecorded",
-                    "detail": f"no tool message records the result of {cid}",
-                    "labels": ["E5"],
-                }
-            )
-        return {
-            "schema": "probe-rollout/v1",
-            "harness": {"name": self.harness, "version": self.version},
-            "task_id": None,
-            "rollout_id": None,
-            "model_calls": self.calls,
-            "invocations": [
-                {
-                    "invocation_id": INVOCATION_ID,
-                    "parent_invocation_id": None,
-                    "model_call_refs": [c["model_call_id"] for c in self.calls],
-                    "conversation": self.conversation,
-                }
-            ],
-            "steps": self.steps,
-            "tool_calls": self.tools,
-            "outcome": outcome,
-            "gaps": self.gaps,
-        }
+    def build(self, result: Outcome) -> Rollout:
+        self.b.unrecorded_results()
+        self.b.invocation(INVOCATION_ID, self.conversation)
+        return self.b.build(result)
