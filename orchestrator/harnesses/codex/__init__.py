@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.codex.native import EVENTS_NAME, read_native
 from orchestrator.harnesses.codex.rollout import build_rollout
 from orchestrator.harnesses.options import Integer
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["CODEX_HOME", "CodexHarness", "codex_config"]
@@ -91,7 +91,7 @@ class CodexHarness(Harness):
         config = codex_config(scenario, ctx, counts).encode()
         return Launch(command=command, environment=env, files={f"{CODEX_HOME}/config.toml": config})
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return build_rollout(read_native(native_dir))
 
     def parse_version(self, output: str) -> str:

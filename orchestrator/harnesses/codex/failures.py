@@ -6,7 +6,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.harnesses.codex.native import Line, text
+from orchestrator.harnesses.codex.native import Line
+from orchestrator.harnesses.values import nonempty
+from orchestrator.records import Outcome
+from orchestrator.records import outcome as outcome_of
 
 __all__ = ["Failure", "outcome", "stdout_retries", "terminal_failure"]
 
@@ -85,24 +88,24 @@ def terminal_failure(task_complete: Line | None, events: list[dict[str, Any]]) -
     return Failure(None, kind or "error", error.get("message"), at)
 
 
-def outcome(task_complete: Line | None, events: list[dict[str, Any]] | None) -> dict[str, Any]:
+def outcome(task_complete: Line | None, events: list[dict[str, Any]] | None) -> Outcome:
     """How the turn ended: task_complete's answer or error; stdout's turn.failed if the rollout stops before it."""
     if task_complete is None:
         failure = terminal_failure(None, events or [])
         if failure is not None:
             return _failed(failure.category, failure.error)
-        return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+        return outcome_of("unknown")
     p = task_complete.payload
     error = p.get("error")
     if isinstance(error, dict):
         return _failed(_error_kind(error.get("codex_error_info")) or "error", error.get("message"))
-    answer = text(p.get("last_agent_message"))
+    answer = nonempty(p.get("last_agent_message"))
     status = "completed" if answer else "unknown"
-    return {"final_answer": answer, "status": status, "failure_kind": None, "failure_reason": None}
+    return outcome_of(status, final_answer=answer)
 
 
-def _failed(kind: str, reason: Any) -> dict[str, Any]:
-    return {"final_answer": None, "status": "error", "failure_kind": kind, "failure_reason": text(reason)}
+def _failed(kind: str, reason: Any) -> Outcome:
+    return outcome_of("error", failure_kind=kind, failure_reason=nonempty(reason))
 
 
 def _error_kind(info: Any) -> str | None:

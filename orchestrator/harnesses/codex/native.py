@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import records
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.values import count
+from orchestrator.records import TokenStats, token_stats
 
-__all__ = ["EVENTS_NAME", "Gap", "Line", "NativeLog", "read_native", "text", "tokens"]
+__all__ = ["EVENTS_NAME", "Gap", "Line", "NativeLog", "read_native", "tokens"]
 
 # Where the launch redirects `codex exec --json` stdout, relative to native/ (the probe folder is copied whole).
 EVENTS_NAME = ".codex-probe/events.jsonl"
@@ -23,11 +26,8 @@ class Gap:
     detail: str
     labels: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"code": self.code, "detail": self.detail}
-        if self.labels:
-            out["labels"] = list(self.labels)
-        return out
+    def to_json(self) -> records.Gap:
+        return records.gap(self.code, self.detail, list(self.labels) if self.labels else None)
 
 
 @dataclass(frozen=True)
@@ -121,21 +121,13 @@ def _json(chunk: bytes) -> Any:
         return None
 
 
-def tokens(usage: Any) -> dict[str, int | None]:
+def tokens(usage: Any) -> TokenStats:
     """A Responses usage object (as Codex recorded it) as token_stats; what it lacks stays unknown."""
     u = usage if isinstance(usage, dict) else {}
-    return {
-        "prompt": _count(u.get("input_tokens")),
-        "completion": _count(u.get("output_tokens")),
-        "reasoning": _count(u.get("reasoning_output_tokens")),
-        "total": _count(u.get("total_tokens")),
-        "cached": _count(u.get("cached_input_tokens")),
-    }
-
-
-def text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return token_stats(
+        prompt=count(u.get("input_tokens")),
+        completion=count(u.get("output_tokens")),
+        reasoning=count(u.get("reasoning_output_tokens")),
+        total=count(u.get("total_tokens")),
+        cached=count(u.get("cached_input_tokens")),
+    )

@@ -7,7 +7,9 @@ from typing import Any
 
 from orchestrator.harnesses.base import content_text, tool_arguments
 from orchestrator.harnesses.codex.failures import Failure, Retry, outcome, stdout_retries, terminal_failure
-from orchestrator.harnesses.codex.native import Gap, Line, NativeLog, text, tokens
+from orchestrator.harnesses.codex.native import Gap, Line, NativeLog, tokens
+from orchestrator.harnesses.values import integer, nonempty
+from orchestrator.records import Message, RequestedCall, Rollout, RolloutBuilder, ToolRecord, exit_status, tool_record
 
 __all__ = ["build_rollout"]
 
@@ -42,17 +44,17 @@ class _Response:
     """The output items of one streamed reply and the token usage record written when it completed."""
 
     step_start: str | None
-    entry: dict[str, Any]  # its assistant turn in the conversation
+    entry: Message  # its assistant turn in the conversation
     items: list[tuple[Line, dict[str, Any]]] = field(default_factory=list)
     usage: Line | None = None
 
 
-def build_rollout(native: NativeLog) -> dict[str, Any]:
+def build_rollout(native: NativeLog) -> Rollout:
     meta = native.meta
-    session = text(meta.get("id")) or text(meta.get("session_id")) or native.rollout_name
-    b = _Builder(session)
+    session = nonempty(meta.get("id")) or nonempty(meta.get("session_id")) or native.rollout_name
+    b = _Session(session)
     base = meta.get("base_instructions")
-    if isinstance(base, dict) and text(base.get("text")):
+    if isinstance(base, dict) and nonempty(base.get("text")):
         # Sent as the request's `instructions`: the first thing the model sees.
         b.conversation.append({"role": "system", "content": base["text"]})
     for line in native.lines:
@@ -60,7 +62,10 @@ def build_rollout(native: NativeLog) -> dict[str, Any]:
     b.close()
     retries = stdout_retries(native.events or [])
     terminal = terminal_failure(b.task_complete, native.events or [])
-    calls, steps = b.calls_and_steps(retries, terminal)
+    out = RolloutBuilder("codex", nonempty(meta.get("cli_version")))
+    b.calls_and_steps(out, retries, terminal)
+    for record in b.tools.values():
+        out.tool(record)
     gaps = [*_ALWAYS_GAPS, *native.gaps]
     gaps += [
         Gap("tool_calls.exit_code_unrecorded", f"{t['tool_call_id']}: Codex recorded no command result", ("E5",))
@@ -75,39 +80,25 @@ def build_rollout(native: NativeLog) -> dict[str, Any]:
                 ("E1",),
             )
         )
-    return {
-        "schema": "probe-rollout/v1",
-        "harness": {"name": "codex", "version": text(meta.get("cli_version"))},
-        "task_id": None,
-        "rollout_id": session,
-        "model_calls": calls,
-        "invocations": [
-            {
-                "invocation_id": session,
-                "parent_invocation_id": None,
-                "model_call_refs": [c["model_call_id"] for c in calls],
-                "conversation": b.conversation,
-            }
-        ],
-        "steps": steps,
-        "tool_calls": list(b.tools.values()),
-        "outcome": outcome(b.task_complete, native.events),
-        # Provenance: Codex prints stream retries on stdout apart from its session items: each joins the step of the
-        # reply after it.
-        "provenance": {"retry_placement": "inferred"},
-        "gaps": [g.to_json() for g in dict.fromkeys(gaps)],
-        "extensions": {"codex": _extension(native, meta)},
-    }
+    out.gaps += [g.to_json() for g in dict.fromkeys(gaps)]
+    out.invocation(session, b.conversation)
+    return out.build(
+        outcome(b.task_complete, native.events),
+        rollout_id=session,
+        # Codex prints stream retries on stdout apart from its session items: each joins the step of the reply after it.
+        provenance={"retry_placement": "inferred"},
+        extensions={"codex": _extension(native, meta)},
+    )
 
 
-class _Builder:
-    """One pass over the rollout, in order: replies, the conversation, tool records and command results."""
+class _Session:
+    """One pass over the session file, in order: replies, the conversation, tool records and command results."""
 
     def __init__(self, session: str) -> None:
         self.session = session
         self.responses: list[_Response] = []
-        self.conversation: list[dict[str, Any]] = []
-        self.tools: dict[str, dict[str, Any]] = {}
+        self.conversation: list[Message] = []
+        self.tools: dict[str, ToolRecord] = {}  # by id: a command's result may come before its request
         self.task_complete: Line | None = None
         self._open: _Response | None = None
         self._last_input: str | None = None  # when Codex wrote the last input a next request would carry
@@ -115,7 +106,7 @@ class _Builder:
 
     def read(self, line: Line) -> None:
         p = line.payload
-        kind = text(p.get("type"))
+        kind = nonempty(p.get("type"))
         if line.type == "response_item":
             if kind in _MODEL_OUTPUT or (kind == "message" and p.get("role") == "assistant"):
                 self._output(line, p)
@@ -145,7 +136,7 @@ class _Builder:
             self._open = None
 
     def _response(self, at: str | None) -> _Response:
-        entry: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": []}
+        entry: Message = {"role": "assistant", "content": None, "tool_calls": []}
         self.conversation.append(entry)
         return _Response(self._last_input or at, entry)
 
@@ -159,29 +150,19 @@ class _Builder:
             if said is not None:
                 response.entry["content"] = (response.entry["content"] or "") + said
         elif p.get("type") in _TOOL_REQUEST and isinstance(p.get("call_id"), str):
-            request = {
+            request: RequestedCall = {
                 "tool_call_id": p["call_id"],
-                "tool_name": text(p.get("name")) or "",
+                "tool_name": nonempty(p.get("name")) or "",
                 "arguments": tool_arguments(p.get("arguments", p.get("input"))),
             }
             response.entry["tool_calls"].append(request)
-            self.tools.setdefault(
-                p["call_id"],
-                {
-                    **request,
-                    "status": None,
-                    "exit_code": None,
-                    "output": None,
-                    "invocation_id": self.session,
-                    "step_no": len(self.responses) + 1,
-                },
-            )
+            self.tools.setdefault(p["call_id"], tool_record(request, self.session, len(self.responses) + 1))
             self._exit_code(p["call_id"])
 
     def _input(self, line: Line, p: dict[str, Any], kind: str | None) -> None:
         self._last_input = line.timestamp
         if kind in _TOOL_RESULT:
-            cid = text(p.get("call_id"))
+            cid = nonempty(p.get("call_id"))
             output = content_text(p.get("output"))
             self.conversation.append({"role": "tool", "tool_call_id": cid, "content": output})
             if cid in self.tools:
@@ -191,33 +172,25 @@ class _Builder:
 
     def _exit_code(self, call_id: str) -> None:
         tool, command = self.tools.get(call_id), self._commands.get(call_id)
-        code = command.get("exit_code") if command else None
-        if tool is not None and isinstance(code, int) and not isinstance(code, bool):
-            tool["exit_code"] = code
-            tool["status"] = "succeeded" if code == 0 else "failed"
+        code = integer(command.get("exit_code")) if command else None
+        if tool is not None and code is not None:
+            tool["exit_code"], tool["status"] = code, exit_status(code)
 
-    def calls_and_steps(
-        self, retries: list[Retry], terminal: Failure | None
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def calls_and_steps(self, out: RolloutBuilder, retries: list[Retry], terminal: Failure | None) -> None:
         """Each reply is one step; a stdout retry joins the step of the first reply whose items it precedes."""
         failures: dict[int, list[Failure]] = {}
         for r in retries:
             failures.setdefault(self._step_after(r.commands_seen, r.messages_seen), []).append(r.failure)
         if terminal is not None:
             failures.setdefault(len(self.responses), []).append(terminal)
-        calls: list[dict[str, Any]] = []
-        steps: list[dict[str, Any]] = []
         for index in range(max(len(self.responses), max(failures, default=-1) + 1)):
-            refs = [self._failed_call(f, len(calls) + 1, calls) for f in failures.get(index, [])]
+            refs = [self._failed_call(f, out) for f in failures.get(index, [])]
             if index < len(self.responses):
-                refs.append(self._reply_call(self.responses[index], len(calls) + 1, calls))
+                refs.append(self._reply_call(self.responses[index], out))
                 at = self.responses[index].step_start
             else:
                 at = self._last_input
-            steps.append(
-                {"step_no": index + 1, "invocation_id": self.session, "timestamp": at, "model_call_refs": refs}
-            )
-        return calls, steps
+            out.step(index + 1, self.session, at, refs)
 
     def _step_after(self, commands_seen: int, messages_seen: int) -> int:
         # The stdout stream numbers nothing; what was already shown there tells which reply the retry was waiting
@@ -230,18 +203,17 @@ class _Builder:
                 return index
         return len(self.responses)
 
-    def _reply_call(self, r: _Response, n: int, calls: list[dict[str, Any]]) -> str:
+    def _reply_call(self, r: _Response, out: RolloutBuilder) -> str:
         usage = r.usage.payload if r.usage else {}
         done = r.usage.timestamp if r.usage else (r.items[-1][0].timestamp if r.items else None)
-        call_id = f"call-{n}"
-        calls.append(
+        return out.call(
             {
-                "model_call_id": call_id,
+                "model_call_id": out.next_call_id(),
                 "started_at": None,
                 "completed_at": done,
                 "protocol": PROTOCOL,
                 "status_code": 200,
-                "response_id": text(usage.get("response_id")),
+                "response_id": nonempty(usage.get("response_id")),
                 # Codex writes a usage record only on `response.completed`: that record is its finish status.
                 "finish_reason": "completed" if r.usage else None,
                 "error_category": None,
@@ -249,13 +221,11 @@ class _Builder:
                 "invocation_id": self.session,
             }
         )
-        return call_id
 
-    def _failed_call(self, f: Failure, n: int, calls: list[dict[str, Any]]) -> str:
-        call_id = f"call-{n}"
-        calls.append(
+    def _failed_call(self, f: Failure, out: RolloutBuilder) -> str:
+        return out.call(
             {
-                "model_call_id": call_id,
+                "model_call_id": out.next_call_id(),
                 "started_at": None,
                 "completed_at": f.completed_at,
                 "protocol": PROTOCOL,
@@ -268,7 +238,6 @@ class _Builder:
                 "invocation_id": self.session,
             }
         )
-        return call_id
 
 
 def _extension(native: NativeLog, meta: dict[str, Any]) -> dict[str, Any]:
