@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.claude_code.native import CONFIG_NAME, PROBE_NAME, STREAM_NAME, read_native
 from orchestrator.harnesses.claude_code.rollout import build_rollout
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["CONFIG_DIR", "PROBE_DIR", "STREAM_NAME", "ClaudeCodeHarness"]
@@ -80,7 +80,7 @@ class ClaudeCodeHarness(Harness):
         }
         return Launch(command=command, environment=env)
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return build_rollout(read_native(native_dir), self.name)
 
     def parse_version(self, output: str) -> str:

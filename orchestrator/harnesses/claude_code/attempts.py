@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
+
+from orchestrator.harnesses.values import count, integer, string
+from orchestrator.records import ModelCall, TokenStats
+from orchestrator.records import token_stats as counts
 
 __all__ = ["UNRECORDED", "Attempt", "attempts_of", "message_text", "token_stats"]
 
@@ -30,48 +34,57 @@ class Attempt:
     def response_id(self) -> str | None:
         return _message(self.reply[0]).get("id") if self.reply else None
 
-    def record(self, invocation_id: str) -> dict[str, Any]:
-        base = {
+    def record(self, invocation_id: str) -> ModelCall:
+        # Built in two parts, so its keys keep the order Claude Code's rollouts have always had.
+        base: dict[str, Any] = {
             "model_call_id": self.call_id,
             "started_at": self.started_at,
             "protocol": "messages",
             "invocation_id": invocation_id,
-            "token_stats": dict.fromkeys(("prompt", "completion", "reasoning", "total", "cached")),
+            "token_stats": counts(),
         }
         if self.reply:
             last = _message(self.reply[-1])
             stops = [_message(e).get("stop_reason") for e in self.reply if _message(e).get("stop_reason")]
             # A complete message is only written for a reply that arrived whole, so its status was 2xx; the
             # transcript keeps no status of its own (named as a gap).
-            return {
-                **base,
-                "completed_at": self.reply[-1].get("timestamp"),
-                "status_code": 200,
-                "response_id": self.response_id,
-                "finish_reason": stops[-1] if stops else None,
-                "error_category": None,
-                "token_stats": token_stats(last.get("usage")),
-            }
+            return cast(
+                ModelCall,
+                {
+                    **base,
+                    "completed_at": self.reply[-1].get("timestamp"),
+                    "status_code": 200,
+                    "response_id": self.response_id,
+                    "finish_reason": stops[-1] if stops else None,
+                    "error_category": None,
+                    "token_stats": token_stats(last.get("usage")),
+                },
+            )
         if self.error is not None:
-            status = self.error.get("status")
-            status = status if isinstance(status, int) and not isinstance(status, bool) else None
-            return {
+            status = integer(self.error.get("status"))
+            return cast(
+                ModelCall,
+                {
+                    **base,
+                    "completed_at": self.error_at,
+                    "status_code": status,
+                    "response_id": None,
+                    "finish_reason": None,
+                    "error_category": _category(status, self.error),
+                    "error": self.error,
+                },
+            )
+        return cast(
+            ModelCall,
+            {
                 **base,
-                "completed_at": self.error_at,
-                "status_code": status,
+                "completed_at": None,
+                "status_code": None,
                 "response_id": None,
                 "finish_reason": None,
-                "error_category": _category(status, self.error),
-                "error": self.error,
-            }
-        return {
-            **base,
-            "completed_at": None,
-            "status_code": None,
-            "response_id": None,
-            "finish_reason": None,
-            "error_category": UNRECORDED,
-        }
+                "error_category": UNRECORDED,
+            },
+        )
 
 
 def attempts_of(entries: list[dict[str, Any]]) -> list[Attempt]:
@@ -94,19 +107,19 @@ def attempts_of(entries: list[dict[str, Any]]) -> list[Attempt]:
     for e in entries:
         kind = e.get("type")
         if kind == "api-request" and isinstance(e.get("id"), str):
-            a = new(e["id"], _str(e.get("timestamp")))
-            a.query_source = _str(e.get("querySource"))
+            a = new(e["id"], string(e.get("timestamp")))
+            a.query_source = string(e.get("querySource"))
         elif kind == "system" and e.get("subtype") == "api_error":
             a = last_open() or new(f"api_error/{e.get('uuid')}", None)
             err = e.get("error")
             a.error = dict(err) if isinstance(err, dict) else {"message": str(err)}
-            a.error_at = _str(e.get("timestamp"))
+            a.error_at = string(e.get("timestamp"))
         elif kind == "assistant" and isinstance(e.get("message"), dict):
             if e.get("isApiErrorMessage"):
                 # A synthetic message standing for the error that ended the turn: it ends the last open attempt.
                 a = last_open() or new(f"api_error/{e.get('uuid')}", None)
                 a.error = _synthetic_error(e)
-                a.error_at = _str(e.get("timestamp"))
+                a.error_at = string(e.get("timestamp"))
                 continue
             mid = _message(e).get("id")
             ref = e.get("requestRef")
@@ -121,7 +134,7 @@ def attempts_of(entries: list[dict[str, Any]]) -> list[Attempt]:
     return attempts
 
 
-def token_stats(usage: Any) -> dict[str, int | None]:
+def token_stats(usage: Any) -> TokenStats:
     """Anthropic usage (Claude Code keeps the API's verbatim) -> canonical counts; unrecorded stays null, never 0.
 
     Anthropic's input_tokens leaves cache reads and writes out, so the prompt is the sum of the three; a sum
@@ -129,18 +142,18 @@ def token_stats(usage: Any) -> dict[str, int | None]:
     """
     u = usage if isinstance(usage, dict) else {}
     details = u.get("output_tokens_details")
-    return {
-        "prompt": _prompt(u),
-        "completion": _count(u.get("output_tokens")),
-        "reasoning": _count(details.get("thinking_tokens")) if isinstance(details, dict) else None,
-        "total": None,  # Claude Code records no total per message
-        "cached": _count(u.get("cache_read_input_tokens")),
-    }
+    return counts(
+        prompt=_prompt(u),
+        completion=count(u.get("output_tokens")),
+        reasoning=count(details.get("thinking_tokens")) if isinstance(details, dict) else None,
+        total=None,  # Claude Code records no total per message
+        cached=count(u.get("cache_read_input_tokens")),
+    )
 
 
 def _prompt(usage: dict[str, Any]) -> int | None:
     """input_tokens + cache_read_input_tokens + cache_creation_input_tokens, null when any of them is unrecorded."""
-    parts = [_count(usage.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+    parts = [count(usage.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
     return None if None in parts else sum(p for p in parts if p is not None)
 
 
@@ -179,11 +192,3 @@ def _category(status: int | None, error: dict[str, Any]) -> str:
 def _message(e: dict[str, Any]) -> dict[str, Any]:
     m = e.get("message")
     return m if isinstance(m, dict) else {}
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None

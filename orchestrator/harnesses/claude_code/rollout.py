@@ -4,139 +4,122 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.harnesses.claude_code.attempts import Attempt, attempts_of, message_text
 from orchestrator.harnesses.claude_code.native import NativeLog, Transcript
+from orchestrator.records import Gap, Message, Outcome, RequestedCall, Rollout, RolloutBuilder, ToolRecord, gap, outcome
 
 __all__ = ["build_rollout"]
 
 # Claude Code's Bash tool opens the result of a failed command with this line (what the model sees).
 _EXIT_LINE = re.compile(r"\A(?:Error: )?Exit code (\d+)\b")
-_STATUS_GAP = {
+_STATUS_GAP: Gap = {
     "code": "model_calls.status_code_unrecorded",
     "detail": "the transcript stores replies without their HTTP status; a stored complete reply is taken as "
     "2xx (status_code 200)",
 }
 
 
-def build_rollout(native: NativeLog, harness_name: str) -> dict[str, Any]:
+def build_rollout(native: NativeLog, harness_name: str) -> Rollout:
     session = native.main.session_id or native.main.path.stem
-    gaps: list[dict[str, Any]] = [{"code": c, "detail": d} for c, d in native.problems]
-    model_calls: list[dict[str, Any]] = []
-    invocations: list[dict[str, Any]] = []
-    steps: list[dict[str, Any]] = []
-    tool_calls: list[dict[str, Any]] = []
+    b = RolloutBuilder(harness_name, native.version, [gap(c, d) for c, d in native.problems])
     for t in [native.main, *native.subagents]:
         iid = session if t.agent_id is None else f"{session}/agent-{t.agent_id}"
         attempts = attempts_of(t.entries)
-        calls = [a.record(iid) for a in attempts]
-        model_calls += calls
-        invocations.append(
-            {
-                "invocation_id": iid,
-                "parent_invocation_id": None if t.agent_id is None else session,
-                "model_call_refs": [c["model_call_id"] for c in calls],
-                "conversation": _conversation(t),
-            }
-        )
-        inv_steps, step_of_message = _steps(iid, attempts)
-        steps += inv_steps
-        tool_calls += _tool_calls(t, iid, step_of_message)
-        gaps += _attempt_gaps(t, attempts)
-    if any(c["response_id"] for c in model_calls):
-        gaps.append(dict(_STATUS_GAP))
-    return {
-        "schema": "probe-rollout/v1",
-        "harness": {"name": harness_name, "version": native.version},
-        "task_id": None,  # Claude Code is given only the prompt: it records no task id
-        "rollout_id": session,
-        "model_calls": model_calls,
-        "invocations": invocations,
-        "steps": steps,
-        "tool_calls": tool_calls,
-        "outcome": _outcome(native),
-        # Provenance: the transcript logs failed requests (api_error) apart from the replies: each is placed in the
-        # step of the next reply.
-        "provenance": {"retry_placement": "inferred"},
-        "gaps": _unique(gaps),
-        "extensions": {"claude_code": _extensions(native)},
-    }
+        refs = [b.call(a.record(iid)) for a in attempts]
+        b.invocation(iid, _conversation(t), parent=None if t.agent_id is None else session, refs=refs)
+        step_of_message = _steps(b, iid, attempts)
+        for record in _tool_calls(t, iid, step_of_message):
+            b.tool(record)
+        b.gaps += _attempt_gaps(t, attempts)
+    if any(c["response_id"] for c in b.calls):
+        b.gaps.append(_STATUS_GAP.copy())
+    b.gaps = _unique(b.gaps)
+    return b.build(
+        _outcome(native),
+        rollout_id=session,  # Claude Code is given only the prompt: it records no task id
+        # The transcript logs failed requests (api_error) apart from the replies: each is placed in the step of the
+        # next reply.
+        provenance={"retry_placement": "inferred"},
+        extensions={"claude_code": _extensions(native)},
+    )
 
 
-def _attempt_gaps(t: Transcript, attempts: list[Attempt]) -> list[dict[str, Any]]:
-    gaps: list[dict[str, Any]] = []
+def _attempt_gaps(t: Transcript, attempts: list[Attempt]) -> list[Gap]:
+    gaps: list[Gap] = []
     where = t.path.name
     unrecorded = [a.call_id for a in attempts if a.open]
     if unrecorded:
         gaps.append(
-            {
-                "code": "model_calls.attempt_outcome_unrecorded",
-                "detail": f"{where}: {len(unrecorded)} request(s) logged as `api-request` have no reply, api_error "
+            gap(
+                "model_calls.attempt_outcome_unrecorded",
+                f"{where}: {len(unrecorded)} request(s) logged as `api-request` have no reply, api_error "
                 f"or error message after them ({', '.join(unrecorded)}): how they ended (status, payload, end time) "
                 "is not recorded",
-                "labels": ["E1", "E7"],
-            }
+                ["E1", "E7"],
+            )
         )
     if attempts and not any(e.get("type") == "api-request" for e in t.entries):
         # Without request records only replies and logged errors are known: a retried attempt may be missing.
         gaps.append(
-            {
-                "code": "model_calls.failed_attempts_unrecorded",
-                "detail": f"{where} holds no `api-request` records, so attempts that ended without a logged "
+            gap(
+                "model_calls.failed_attempts_unrecorded",
+                f"{where} holds no `api-request` records, so attempts that ended without a logged "
                 "error are not recorded",
-                "labels": ["E1", "E7"],
-            }
+                ["E1", "E7"],
+            )
         )
     return gaps
 
 
-def _steps(iid: str, attempts: list[Attempt]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """A step is the reply that ended it plus the attempts before it that did not (its retries)."""
-    steps: list[dict[str, Any]] = []
+def _steps(b: RolloutBuilder, iid: str, attempts: list[Attempt]) -> dict[str, int]:
+    """A step is the reply that ended it plus the attempts before it that did not (its retries); steps are numbered
+    per invocation. Returns the step of each reply's message id."""
+    number = 0
     step_of_message: dict[str, int] = {}
     pending: list[Attempt] = []
     for a in attempts:
         pending.append(a)
         if a.reply:
-            number = len(steps) + 1
+            number += 1
             if a.response_id:
                 step_of_message[a.response_id] = number
-            steps.append(_step(iid, number, pending))
+            _step(b, iid, number, pending)
             pending = []
     if pending:
-        steps.append(_step(iid, len(steps) + 1, pending))
-    return steps, step_of_message
+        _step(b, iid, number + 1, pending)
+    return step_of_message
 
 
-def _step(iid: str, number: int, attempts: list[Attempt]) -> dict[str, Any]:
+def _step(b: RolloutBuilder, iid: str, number: int, attempts: list[Attempt]) -> None:
     first = attempts[0]
     at = first.started_at or (first.reply[0].get("timestamp") if first.reply else first.error_at)
-    return {
-        "step_no": number,
-        "invocation_id": iid,
-        "timestamp": at,
-        "model_call_refs": [a.call_id for a in attempts],
-    }
+    b.step(number, iid, at, [a.call_id for a in attempts])
 
 
 def _is_model_reply(e: dict[str, Any]) -> bool:
     return e.get("type") == "assistant" and isinstance(e.get("message"), dict) and not e.get("isApiErrorMessage")
 
 
-def _conversation(t: Transcript) -> list[dict[str, Any]]:
+def _conversation(t: Transcript) -> list[Message]:
     """The model-visible turns: user prompts, assistant replies (blocks of one message merged), tool results."""
-    conv: list[dict[str, Any]] = []
+    conv: list[Message] = []
     last_id: str | None = None
     for e in t.entries:
         if _is_model_reply(e):
             m = e["message"]
+            # Kept as recorded, a block without an id or name included: the schema checks then report it.
             calls = [
-                {"tool_call_id": b.get("id"), "tool_name": b.get("name"), "arguments": b.get("input")}
+                cast(
+                    RequestedCall,
+                    {"tool_call_id": b.get("id"), "tool_name": b.get("name"), "arguments": b.get("input")},
+                )
                 for b in m.get("content") or []
                 if isinstance(b, dict) and b.get("type") == "tool_use"
             ]
             text = message_text(m.get("content"))
+            turn: Message
             if last_id is not None and m.get("id") == last_id and conv and conv[-1]["role"] == "assistant":
                 turn = conv[-1]
                 turn["content"] = "\n".join(x for x in (turn["content"], text) if x) or None
@@ -164,14 +147,14 @@ def _conversation(t: Transcript) -> list[dict[str, Any]]:
     return conv
 
 
-def _tool_calls(t: Transcript, iid: str, step_of_message: dict[str, int]) -> list[dict[str, Any]]:
+def _tool_calls(t: Transcript, iid: str, step_of_message: dict[str, int]) -> list[ToolRecord]:
     results: dict[str, dict[str, Any]] = {}
     for e in t.entries:
         content = e.get("message", {}).get("content") if e.get("type") == "user" else None
         for b in content if isinstance(content, list) else []:
             if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
                 results.setdefault(b["tool_use_id"], b)
-    out: list[dict[str, Any]] = []
+    out: list[ToolRecord] = []
     seen: set[str] = set()
     for e in t.entries:
         if not _is_model_reply(e):
@@ -211,31 +194,28 @@ def _output(block: dict[str, Any]) -> str | None:
     return message_text(content) if isinstance(content, (str, list)) else json.dumps(content)
 
 
-def _outcome(native: NativeLog) -> dict[str, Any]:
+def _outcome(native: NativeLog) -> Outcome:
     result = native.result
     if result is not None:
         text = result.get("result") if isinstance(result.get("result"), str) else None
         if result.get("is_error") is True or result.get("subtype") not in (None, "success"):
             kind = result.get("terminal_reason") or result.get("api_error_type") or result.get("subtype")
-            return {
-                "final_answer": None,
-                "status": "error",
-                "failure_kind": str(kind) if kind else "error",
-                "failure_reason": text or _first_error(result),
-            }
+            return outcome(
+                "error", failure_kind=str(kind) if kind else "error", failure_reason=text or _first_error(result)
+            )
         if text:
-            return {"final_answer": text, "status": "completed", "failure_kind": None, "failure_reason": None}
+            return outcome("completed", final_answer=text)
     # No result event (the run was killed, or stdout was not kept): the transcript's last assistant record.
     replies = [e for e in native.main.entries if e.get("type") == "assistant" and isinstance(e.get("message"), dict)]
     last = replies[-1] if replies else None
     if last is not None and last.get("isApiErrorMessage"):
         reason = message_text(last["message"].get("content"))
-        return {"final_answer": None, "status": "error", "failure_kind": "api_error", "failure_reason": reason}
+        return outcome("error", failure_kind="api_error", failure_reason=reason)
     if last is not None and last["message"].get("stop_reason") == "end_turn":
         text = message_text(last["message"].get("content"))
         if text:
-            return {"final_answer": text, "status": "completed", "failure_kind": None, "failure_reason": None}
-    return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+            return outcome("completed", final_answer=text)
+    return outcome("unknown")
 
 
 def _first_error(result: dict[str, Any]) -> str | None:
@@ -258,7 +238,7 @@ def _extensions(native: NativeLog) -> dict[str, Any]:
     }
 
 
-def _unique(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _unique(gaps: list[Gap]) -> list[Gap]:
     seen: set[str] = set()
     out = []
     for g in gaps:
