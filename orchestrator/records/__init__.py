@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from orchestrator.records.builder import ROLLOUT_FORMAT, RolloutBuilder, exit_status, tool_record
 from orchestrator.records.calls import ModelCall, TokenStats, token_stats
-from orchestrator.records.gaps import Gap, gap
+from orchestrator.records.gaps import Gap, gap, unique_gaps
 from orchestrator.records.invocations import Invocation, Message, RequestedCall
 from orchestrator.records.outcome import Outcome, outcome
 from orchestrator.records.result import (
@@ -102,4 +102,5 @@ __all__ = [
     "outcome",
     "token_stats",
     "tool_record",
+    "unique_gaps",
 ]

@@ -7,6 +7,7 @@ passed as typed dict literals, so mypy checks their keys, and each keeps the key
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -60,7 +61,7 @@ class RolloutBuilder:
         self.steps: list[Step] = []
         self.tools: list[ToolRecord] = []
         self.invocations: list[Invocation] = []
-        self.gaps: list[Gap] = [g.copy() for g in gaps]
+        self.gaps: list[Gap] = copy.deepcopy(list(gaps))  # the rollout is the caller's to change
         self.pending: dict[str, ToolRecord] = {}  # tool_call_id -> its record, awaiting its result
 
     def next_call_id(self) -> str:

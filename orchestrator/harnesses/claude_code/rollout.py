@@ -8,7 +8,18 @@ from typing import Any, cast
 
 from orchestrator.harnesses.claude_code.attempts import Attempt, attempts_of, message_text
 from orchestrator.harnesses.claude_code.native import NativeLog, Transcript
-from orchestrator.records import Gap, Message, Outcome, RequestedCall, Rollout, RolloutBuilder, ToolRecord, gap, outcome
+from orchestrator.records import (
+    Gap,
+    Message,
+    Outcome,
+    RequestedCall,
+    Rollout,
+    RolloutBuilder,
+    ToolRecord,
+    gap,
+    outcome,
+    unique_gaps,
+)
 
 __all__ = ["build_rollout"]
 
@@ -35,7 +46,7 @@ def build_rollout(native: NativeLog, harness_name: str) -> Rollout:
         b.gaps += _attempt_gaps(t, attempts)
     if any(c["response_id"] for c in b.calls):
         b.gaps.append(_STATUS_GAP.copy())
-    b.gaps = _unique(b.gaps)
+    b.gaps = unique_gaps(b.gaps)
     return b.build(
         _outcome(native),
         rollout_id=session,  # Claude Code is given only the prompt: it records no task id
@@ -236,14 +247,3 @@ def _extensions(native: NativeLog) -> dict[str, Any]:
         "model": init.get("model"),
         "result": {k: result[k] for k in keep if k in result},
     }
-
-
-def _unique(gaps: list[Gap]) -> list[Gap]:
-    seen: set[str] = set()
-    out = []
-    for g in gaps:
-        key = json.dumps(g, sort_keys=True)
-        if key not in seen:
-            seen.add(key)
-            out.append(g)
-    return out

@@ -11,6 +11,7 @@ import yaml
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.hermes.native import DB_FILES, read_native
 from orchestrator.harnesses.hermes.rollout import build_rollout
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["HERMES_BIN", "HERMES_HOME", "HermesHarness", "hermes_config"]
@@ -77,7 +78,7 @@ class HermesHarness(Harness):
         config = yaml.safe_dump(hermes_config(scenario, ctx), sort_keys=False).encode()
         return Launch(command=cmd, environment=env, files={f"{HERMES_HOME}/config.yaml": config})
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return build_rollout(read_native(native_dir))
 
     def parse_version(self, output: str) -> str:

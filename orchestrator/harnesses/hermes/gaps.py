@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from orchestrator.records import Gap
 
-__all__ = ["ALWAYS_GAPS", "unique"]
+__all__ = ["ALWAYS_GAPS"]
 
 # Facts Hermes's store has no place for, whatever happened in the run: named in every rollout.
-ALWAYS_GAPS: list[dict[str, Any]] = [
+ALWAYS_GAPS: list[Gap] = [
     {
         "code": "model_calls.response_id_unrecorded",
         "detail": "state.db stores each reply as a message without the provider response id or HTTP status; "
@@ -31,14 +30,3 @@ ALWAYS_GAPS: list[dict[str, Any]] = [
         "detail": "no request start time is stored; completed_at is when Hermes persisted the reply or the dump",
     },
 ]
-
-
-def unique(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seen: set[str] = set()
-    out = []
-    for g in gaps:
-        key = json.dumps(g, sort_keys=True)
-        if key not in seen:
-            seen.add(key)
-            out.append(g)
-    return out

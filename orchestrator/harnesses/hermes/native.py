@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError, tool_arguments
 from orchestrator.harnesses.sqlite_store import readonly_copy
+from orchestrator.harnesses.values import string
 
 __all__ = [
     "DB_FILES",
@@ -112,13 +113,13 @@ def _sessions(conn: sqlite3.Connection) -> dict[str, Session]:
         aggregates["estimated_cost_usd"] = r["estimated_cost_usd"]
         out[str(r["id"])] = Session(
             id=str(r["id"]),
-            source=_text(r["source"]),
-            model=_text(r["model"]),
-            parent_id=_text(r["parent_session_id"]),
+            source=string(r["source"]),
+            model=string(r["model"]),
+            parent_id=string(r["parent_session_id"]),
             started_at=_number(r["started_at"]),
             ended_at=_number(r["ended_at"]),
-            end_reason=_text(r["end_reason"]),
-            system_prompt=_text(r["system_prompt"]),
+            end_reason=string(r["end_reason"]),
+            system_prompt=string(r["system_prompt"]),
             api_call_count=r["api_call_count"] if isinstance(r["api_call_count"], int) else None,
             aggregates=aggregates,
         )
@@ -136,13 +137,13 @@ def _attach_messages(conn: sqlite3.Connection, sessions: dict[str, Session], pro
                 row_id=int(r["id"]),
                 session_id=sid,
                 role=str(r["role"]),
-                content=_text(r["content"]),
-                api_content=_text(r["api_content"]),
-                tool_call_id=_text(r["tool_call_id"]),
+                content=string(r["content"]),
+                api_content=string(r["api_content"]),
+                tool_call_id=string(r["tool_call_id"]),
                 tool_requests=_tool_requests(r["tool_calls"], int(r["id"]), problems),
-                tool_name=_text(r["tool_name"]),
+                tool_name=string(r["tool_name"]),
                 timestamp=_number(r["timestamp"]),
-                finish_reason=_text(r["finish_reason"]),
+                finish_reason=string(r["finish_reason"]),
             )
         )
 
@@ -187,18 +188,14 @@ def _dumps(folder: Path, problems: list[tuple[str, str]]) -> list[RequestDump]:
         out.append(
             RequestDump(
                 name=path.name,
-                session_id=_text(data.get("session_id")),
-                timestamp=_text(data.get("timestamp")),
-                reason=_text(data.get("reason")),
-                url=_text(request.get("url")) if isinstance(request, dict) else None,
+                session_id=string(data.get("session_id")),
+                timestamp=string(data.get("timestamp")),
+                reason=string(data.get("reason")),
+                url=string(request.get("url")) if isinstance(request, dict) else None,
                 error=error,
             )
         )
     return out
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _number(value: Any) -> float | None:

@@ -2,40 +2,48 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from orchestrator.harnesses.hermes.gaps import ALWAYS_GAPS, unique
+from orchestrator import records
+from orchestrator.harnesses.hermes.gaps import ALWAYS_GAPS
 from orchestrator.harnesses.hermes.native import Message, NativeLog, RequestDump, Session, epoch_utc, naive_utc
+from orchestrator.harnesses.values import count, integer, iso
+from orchestrator.records import (
+    Gap,
+    ModelCall,
+    Outcome,
+    Rollout,
+    RolloutBuilder,
+    TokenStats,
+    ToolRecord,
+    exit_status,
+    gap,
+    outcome,
+    token_stats,
+    unique_gaps,
+)
 
 __all__ = ["build_rollout"]
 
-_NO_TOKENS: dict[str, int | None] = {
-    "prompt": None,
-    "completion": None,
-    "reasoning": None,
-    "total": None,
-    "cached": None,
-}
 _ROLES = ("system", "user", "assistant", "tool")
 
 
 @dataclass
 class _Call:
-    record: dict[str, Any]
+    record: ModelCall
     reply: Message | None  # the stored reply of a successful call; None for a failed attempt
     at: datetime | None  # when Hermes recorded it: the order of attempts
 
 
-def build_rollout(native: NativeLog) -> dict[str, Any]:
+def build_rollout(native: NativeLog) -> Rollout:
     sessions = {s.id: s for s in native.sessions}
-    gaps = copy.deepcopy(ALWAYS_GAPS)  # the rollout is the caller's to change
-    gaps += [{"code": code, "detail": detail} for code, detail in native.problems]
-    gaps += [
-        {"code": "conversation.unknown_role", "detail": f"message {m.row_id} has role {m.role!r}", "labels": ["E4"]}
+    b = RolloutBuilder("hermes", None, ALWAYS_GAPS)  # Hermes writes no version into its logs
+    b.gaps += [gap(code, detail) for code, detail in native.problems]
+    b.gaps += [
+        gap("conversation.unknown_role", f"message {m.row_id} has role {m.role!r}", ["E4"])
         for s in native.sessions
         for m in s.messages
         if m.role not in _ROLES
@@ -43,46 +51,26 @@ def build_rollout(native: NativeLog) -> dict[str, Any]:
     dumps_of: dict[str | None, list[RequestDump]] = {}
     for d in native.dumps:
         dumps_of.setdefault(d.session_id if d.session_id in sessions else None, []).append(d)
-    model_calls: list[dict[str, Any]] = []
-    invocations: list[dict[str, Any]] = []
-    steps: list[dict[str, Any]] = []
-    tool_calls: list[dict[str, Any]] = []
     for s in native.sessions:
         calls = _calls(s, dumps_of.get(s.id, []))
-        model_calls += [c.record for c in calls]
-        invocations.append(
-            {
-                "invocation_id": s.id,
-                "parent_invocation_id": s.parent_id,
-                "model_call_refs": [c.record["model_call_id"] for c in calls],
-                "conversation": _conversation(s),
-                "token_totals": _totals(s.aggregates),
-            }
-        )
-        session_steps, step_of_reply = _steps(s, calls)
-        steps += session_steps
-        tool_calls += _tool_calls(s, step_of_reply, gaps)
+        refs = [b.call(c.record) for c in calls]
+        b.invocation(s.id, _conversation(s), parent=s.parent_id, refs=refs, token_totals=_totals(s.aggregates))
+        step_of_reply = _steps(b, s, calls)
+        for record in _tool_calls(s, step_of_reply, b.gaps):
+            b.tool(record)
     # A dump naming no recorded session is still an attempt Hermes recorded: kept, owned by nobody.
     for d in dumps_of.get(None, []):
-        model_calls.append(_failed_call(d, None).record)
+        b.call(_failed_call(d, None).record)
     roots = [s for s in native.sessions if s.parent_id is None or s.parent_id not in sessions]
     root = roots[0] if roots else None
-    return {
-        "schema": "probe-rollout/v1",
-        "harness": {"name": "hermes", "version": None},  # Hermes writes no version into its logs
-        "task_id": None,
-        "rollout_id": root.id if root else None,
-        "model_calls": model_calls,
-        "invocations": invocations,
-        "steps": steps,
-        "tool_calls": tool_calls,
-        "outcome": _outcome(root, sorted(dumps_of.get(root.id, []) if root else [], key=_dump_order)),
-        # Provenance: Hermes dumps a request it gave up on apart from its messages: it is placed in the step of the
-        # next reply.
-        "provenance": {"retry_placement": "inferred"},
-        "gaps": unique(gaps),
-        "extensions": {"hermes": _extensions(native)},
-    }
+    b.gaps = unique_gaps(b.gaps)
+    return b.build(
+        _outcome(root, sorted(dumps_of.get(root.id, []) if root else [], key=_dump_order)),
+        rollout_id=root.id if root else None,
+        # Hermes dumps a request it gave up on apart from its messages: it is placed in the step of the next reply.
+        provenance={"retry_placement": "inferred"},
+        extensions={"hermes": _extensions(native)},
+    )
 
 
 def _calls(s: Session, dumps: list[RequestDump]) -> list[_Call]:
@@ -95,16 +83,16 @@ def _calls(s: Session, dumps: list[RequestDump]) -> list[_Call]:
 
 def _reply_call(s: Session, m: Message) -> _Call:
     at = epoch_utc(m.timestamp)
-    record = {
+    record: ModelCall = {
         "model_call_id": f"{s.id}/message/{m.row_id}",
         "started_at": None,
-        "completed_at": _iso(at),
+        "completed_at": iso(at),
         "protocol": "chat",  # the `custom` provider speaks Chat Completions; Hermes stores no api_mode per reply
         "status_code": 200,
         "response_id": None,
         "finish_reason": m.finish_reason,
         "error_category": None,
-        "token_stats": dict(_NO_TOKENS),
+        "token_stats": token_stats(),
         "invocation_id": s.id,
     }
     return _Call(record, m, at)
@@ -112,19 +100,18 @@ def _reply_call(s: Session, m: Message) -> _Call:
 
 def _failed_call(d: RequestDump, owner: str | None) -> _Call:
     at = naive_utc(d.timestamp)
-    status = d.error.get("status_code")
-    status = status if isinstance(status, int) and not isinstance(status, bool) else None
-    record = {
+    status = integer(d.error.get("status_code"))
+    record: ModelCall = {
         "model_call_id": f"{d.session_id}/dump/{d.name}",
         "started_at": None,
-        "completed_at": _iso(at),
+        "completed_at": iso(at),
         "protocol": "responses" if (d.url or "").endswith("/responses") else "chat",
         "status_code": status,
         "response_id": None,
         "finish_reason": None,
         "error_category": _category(status, d.error),
         "error": d.error,
-        "token_stats": dict(_NO_TOKENS),
+        "token_stats": token_stats(),
         "invocation_id": owner,
     }
     return _Call(record, None, at)
@@ -141,24 +128,22 @@ def _category(status: int | None, error: dict[str, Any]) -> str:
     return kind or "unknown"
 
 
-def _steps(s: Session, calls: list[_Call]) -> tuple[list[dict[str, Any]], dict[int, int]]:
-    """A step is the reply that ended it plus the failed attempts recorded before it (retries of that step)."""
-    steps: list[dict[str, Any]] = []
+def _steps(b: RolloutBuilder, s: Session, calls: list[_Call]) -> dict[int, int]:
+    """A step is the reply that ended it plus the failed attempts recorded before it (retries of that step); steps
+    are numbered per session. Returns the step of each reply's message row."""
+    number = 0
     step_of_reply: dict[int, int] = {}
     pending: list[str] = []
     for c in calls:
         pending.append(c.record["model_call_id"])
         if c.reply is not None:
-            step_of_reply[c.reply.row_id] = len(steps) + 1
-            steps.append(_step(s, len(steps) + 1, _started(s, c.reply), pending))
+            number += 1
+            step_of_reply[c.reply.row_id] = number
+            b.step(number, s.id, iso(_started(s, c.reply)), pending)
             pending = []
     if pending:
-        steps.append(_step(s, len(steps) + 1, _started(s, None), pending))
-    return steps, step_of_reply
-
-
-def _step(s: Session, number: int, at: datetime | None, refs: list[str]) -> dict[str, Any]:
-    return {"step_no": number, "invocation_id": s.id, "timestamp": _iso(at), "model_call_refs": refs}
+        b.step(number + 1, s.id, iso(_started(s, None)), pending)
+    return step_of_reply
 
 
 def _started(s: Session, reply: Message | None) -> datetime | None:
@@ -167,14 +152,14 @@ def _started(s: Session, reply: Message | None) -> datetime | None:
     return epoch_utc(before[-1].timestamp) if before else epoch_utc(s.started_at)
 
 
-def _conversation(s: Session) -> list[dict[str, Any]]:
-    conv: list[dict[str, Any]] = []
+def _conversation(s: Session) -> list[records.Message]:
+    conv: list[records.Message] = []
     if s.system_prompt:
         conv.append({"role": "system", "content": s.system_prompt})
     for m in s.messages:
         if m.role not in _ROLES:
             continue  # named as a gap by build_rollout; guessing a role would rewrite the history
-        entry: dict[str, Any] = {"role": m.role}
+        entry: records.Message = {"role": m.role}
         # Hermes keeps the bytes it really sent in api_content when they differ from the clean stored text.
         entry["content"] = m.api_content if m.api_content is not None else m.content
         if m.role == "assistant" and m.tool_requests:
@@ -188,9 +173,9 @@ def _conversation(s: Session) -> list[dict[str, Any]]:
     return conv
 
 
-def _tool_calls(s: Session, step_of_reply: dict[int, int], gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _tool_calls(s: Session, step_of_reply: dict[int, int], gaps: list[Gap]) -> list[ToolRecord]:
     results = {m.tool_call_id: m for m in s.messages if m.role == "tool" and m.tool_call_id}
-    out = []
+    out: list[ToolRecord] = []
     for m in s.messages:
         for t in m.tool_requests if m.role == "assistant" else ():
             result = results.get(t.tool_call_id)
@@ -199,18 +184,18 @@ def _tool_calls(s: Session, step_of_reply: dict[int, int], gaps: list[dict[str, 
             exit_code = _exit_code(result.content)
             if exit_code is None:
                 gaps.append(
-                    {
-                        "code": "tool_calls.exit_code_unrecorded",
-                        "detail": "a tool result carries no exit_code, so its status is unknown",
-                        "labels": ["E5"],
-                    }
+                    gap(
+                        "tool_calls.exit_code_unrecorded",
+                        "a tool result carries no exit_code, so its status is unknown",
+                        ["E5"],
+                    )
                 )
             out.append(
                 {
                     "tool_call_id": t.tool_call_id,
                     "tool_name": t.tool_name,
                     "arguments": t.arguments,
-                    "status": None if exit_code is None else ("succeeded" if exit_code == 0 else "failed"),
+                    "status": None if exit_code is None else exit_status(exit_code),
                     "exit_code": exit_code,
                     "output": result.content,  # the tool message is exactly what went back to the model
                     "invocation_id": s.id,
@@ -226,45 +211,37 @@ def _exit_code(content: str | None) -> int | None:
         data = json.loads(content or "")
     except json.JSONDecodeError:
         return None
-    code = data.get("exit_code") if isinstance(data, dict) else None
-    return code if isinstance(code, int) and not isinstance(code, bool) else None
+    return integer(data.get("exit_code")) if isinstance(data, dict) else None
 
 
-def _outcome(root: Session | None, dumps: list[RequestDump]) -> dict[str, Any]:
+def _outcome(root: Session | None, dumps: list[RequestDump]) -> Outcome:
     last = root.messages[-1] if root and root.messages else None
     if last is not None and last.role == "assistant" and not last.tool_requests and last.content:
-        return {"final_answer": last.content, "status": "completed", "failure_kind": None, "failure_reason": None}
+        return outcome("completed", final_answer=last.content)
     if dumps:
         # No final reply, and Hermes dumped the request it gave up on: the run ended in that error.
         d = dumps[-1]
         message = d.error.get("message")
-        return {
-            "final_answer": None,
-            "status": "error",
-            "failure_kind": d.reason or "model_error",
-            "failure_reason": message if isinstance(message, str) else None,
-        }
-    return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+        return outcome(
+            "error",
+            failure_kind=d.reason or "model_error",
+            failure_reason=message if isinstance(message, str) else None,
+        )
+    return outcome("unknown")
 
 
-def _totals(aggregates: dict[str, Any]) -> dict[str, int | None]:
+def _totals(aggregates: dict[str, Any]) -> TokenStats:
     """Hermes's session totals in the rollout's convention: its input_tokens leave the cache reads and writes out,
     the rollout's prompt counts them in (cached is part of prompt). Hermes keeps no total; a column it left empty
     stays null, and so does a sum with an empty part."""
-
-    def count(key: str) -> int | None:
-        value = aggregates.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-    inp, read, write = count("input_tokens"), count("cache_read_tokens"), count("cache_write_tokens")
+    inp, read, write = (count(aggregates.get(k)) for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
     prompt = None if inp is None or read is None or write is None else inp + read + write
-    return {
-        "prompt": prompt,
-        "completion": count("output_tokens"),
-        "reasoning": count("reasoning_tokens"),
-        "total": None,
-        "cached": read,
-    }
+    return token_stats(
+        prompt=prompt,
+        completion=count(aggregates.get("output_tokens")),
+        reasoning=count(aggregates.get("reasoning_tokens")),
+        cached=read,
+    )
 
 
 def _extensions(native: NativeLog) -> dict[str, Any]:
@@ -286,7 +263,3 @@ def _extensions(native: NativeLog) -> dict[str, Any]:
 
 def _dump_order(d: RequestDump) -> datetime:
     return naive_utc(d.timestamp) or datetime.min.replace(tzinfo=UTC)
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat(timespec="microseconds").replace("+00:00", "Z") if value else None
