@@ -12,6 +12,7 @@ from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.options import Choice, Integer
 from orchestrator.harnesses.pi.rollout import build_rollout
 from orchestrator.harnesses.pi.session import read_native
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["PI_APIS", "PROBE_DIR", "PiHarness", "pi_models", "pi_settings"]
@@ -114,7 +115,7 @@ class PiHarness(Harness):
         env = {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1"}
         return Launch(command=["sh", "-c", script], environment=env, files=files)
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return build_rollout(read_native(native_dir))
 
     def parse_version(self, output: str) -> str:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
-__all__ = ["FAILED", "PROTOCOLS", "category", "content_text", "iso", "model_call", "status_of", "text"]
+from orchestrator.harnesses.values import epoch_iso, integer, string
+from orchestrator.records import ModelCall, TokenStats, token_stats
+
+__all__ = ["FAILED", "PROTOCOLS", "category", "content_text", "iso", "model_call", "status_of"]
 
 # Pi's `api` of an assistant message -> our protocol names.
 PROTOCOLS = {"openai-completions": "chat", "openai-responses": "responses", "anthropic-messages": "messages"}
@@ -27,25 +30,25 @@ _CATEGORIES = (
 _USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 
-def model_call(invocation_id: str, entry_id: str, appended_at: str | None, m: dict[str, Any]) -> dict[str, Any]:
+def model_call(invocation_id: str, entry_id: str, appended_at: str | None, m: dict[str, Any]) -> ModelCall:
     """The record of one assistant message: a reply Pi received whole, or an attempt that ended in an error."""
-    api = text(m.get("api"))
+    api = string(m.get("api"))
     # An api we do not know stays as Pi named it (the schema checks then report it); none at all stays null.
     protocol = PROTOCOLS.get(api, api) if api else None
     stop = m.get("stopReason")
     ok = stop not in FAILED
-    error = text(m.get("errorMessage"))
+    error = string(m.get("errorMessage"))
     status = 200 if ok else status_of(error)
     record: dict[str, Any] = {
         "model_call_id": f"{invocation_id}/{entry_id}",
         # Pi stamps an assistant message when it starts the request, and appends its entry when it ends.
-        "started_at": _iso_ms(m.get("timestamp")),
+        "started_at": epoch_iso(m.get("timestamp"), per_second=1000),
         "completed_at": iso(appended_at),
         "protocol": protocol,
         "status_code": status,
         # A failed attempt may carry the id of a stream cut midway: kept in extensions, not as a reply's id.
-        "response_id": text(m.get("responseId")) if ok else None,
-        "finish_reason": FINISH_REASONS.get(protocol or "", {}).get(str(stop), text(stop)) if ok else None,
+        "response_id": string(m.get("responseId")) if ok else None,
+        "finish_reason": FINISH_REASONS.get(protocol or "", {}).get(str(stop), string(stop)) if ok else None,
         "error_category": None if ok else category(status, error, stop),
         # As recorded: pi-ai starts every message with zero usage, so an attempt that got none still says 0.
         "token_stats": _tokens(protocol or "", m.get("usage")),
@@ -53,7 +56,8 @@ def model_call(invocation_id: str, entry_id: str, appended_at: str | None, m: di
     }
     if not ok:
         record["error"] = error
-    return record
+    # Typed once built: a protocol Pi named that we do not know is kept as is, for the schema checks to report.
+    return cast(ModelCall, record)
 
 
 def status_of(error: str | None) -> int | None:
@@ -72,10 +76,10 @@ def category(status: int | None, error: str | None, stop: Any) -> str:
     return "error"
 
 
-def _tokens(protocol: str, usage: Any) -> dict[str, int | None]:
+def _tokens(protocol: str, usage: Any) -> TokenStats:
     """Pi's usage, turned back into the counts the protocol carried (pi-ai takes cached tokens out of input)."""
     u = usage if isinstance(usage, dict) else {}
-    n = {k: v if isinstance(v := u.get(k), int) and not isinstance(v, bool) else None for k in _USAGE_KEYS}
+    n = {k: integer(u.get(k)) for k in _USAGE_KEYS}
     inp, out, read, write, total = (n[k] for k in _USAGE_KEYS)
     if inp is None:
         prompt, cached = None, read
@@ -89,7 +93,7 @@ def _tokens(protocol: str, usage: Any) -> dict[str, int | None]:
     else:
         # Chat: pi-ai's input = prompt_tokens - cacheRead - cacheWrite, and cacheRead + cacheWrite = cached_tokens.
         prompt, cached = inp + (read or 0) + (write or 0), (read or 0) + (write or 0)
-    return {"prompt": prompt, "completion": out, "reasoning": None, "total": total, "cached": cached}
+    return token_stats(prompt=prompt, completion=out, total=total, cached=cached)
 
 
 def content_text(content: Any) -> str | None:
@@ -98,22 +102,8 @@ def content_text(content: Any) -> str | None:
         return content
     if not isinstance(content, list):
         return None
-    texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text" and text(b.get("text"))]
+    texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text" and string(b.get("text"))]
     return "".join(texts) if texts else None
-
-
-def text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _iso_ms(value: Any) -> str | None:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    try:
-        at = datetime.fromtimestamp(value / 1000, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def iso(value: str | None) -> str | None:

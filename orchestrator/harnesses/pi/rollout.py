@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
-from orchestrator.harnesses.pi.calls import FAILED, category, content_text, model_call, status_of, text
+from orchestrator.harnesses.pi.calls import FAILED, category, content_text, model_call, status_of
 from orchestrator.harnesses.pi.session import Entry, PiNative, Session
+from orchestrator.harnesses.values import string
+from orchestrator.records import (
+    Gap,
+    Message,
+    ModelCall,
+    Outcome,
+    RequestedCall,
+    Rollout,
+    RolloutBuilder,
+    ToolRecord,
+    gap,
+    outcome,
+    unique_gaps,
+)
 
 __all__ = ["build_rollout"]
 
 _EXIT = re.compile(r"Command exited with code (-?\d+)\s*$")  # Pi's bash tool appends this to a failed command
-_ALWAYS_GAPS: list[dict[str, Any]] = [
+_ALWAYS_GAPS: list[Gap] = [
     {
         "code": "model_calls.status_code_inferred",
         "detail": "Pi stores no HTTP status: a reply it stored whole is given 200, a failed attempt the status "
@@ -29,7 +43,7 @@ _ALWAYS_GAPS: list[dict[str, Any]] = [
         "labels": ["E2"],
     },
 ]
-_SDK_RETRIES_GAP = {
+_SDK_RETRIES_GAP: Gap = {
     "code": "model_calls.failed_attempts_unrecorded",
     "detail": "the provider SDK under Pi retries 408/409/429/5xx and connection errors itself (retry.provider."
     "maxRetries is not 0 in settings.json); attempts it retried never reach Pi and are in no session file",
@@ -37,46 +51,28 @@ _SDK_RETRIES_GAP = {
 }
 
 
-def build_rollout(native: PiNative) -> dict[str, Any]:
-    gaps = list(_ALWAYS_GAPS)
+def build_rollout(native: PiNative) -> Rollout:
+    b = RolloutBuilder("pi", None, _ALWAYS_GAPS)  # the session header carries its format version, not Pi's
     if native.provider_max_retries != 0:
-        gaps.append(_SDK_RETRIES_GAP)
-    gaps += [{"code": code, "detail": detail} for code, detail in native.problems]
-    model_calls: list[dict[str, Any]] = []
-    invocations: list[dict[str, Any]] = []
-    steps: list[dict[str, Any]] = []
-    tool_calls: list[dict[str, Any]] = []
+        b.gaps.append(_SDK_RETRIES_GAP)
+    b.gaps += [gap(code, detail) for code, detail in native.problems]
     for s in native.sessions:
         replies = _assistant(s)
         calls = [model_call(s.id, e.id, e.timestamp, e.message) for e in replies]
-        model_calls += calls
-        invocations.append(
-            {
-                "invocation_id": s.id,
-                "parent_invocation_id": _parent(s, native.sessions),
-                "model_call_refs": [c["model_call_id"] for c in calls],
-                "conversation": _conversation(s),
-            }
-        )
-        session_steps, step_of = _steps(s, replies, calls)
-        steps += session_steps
-        tool_calls += _tool_calls(s, step_of, gaps)
+        refs = [b.call(c) for c in calls]
+        b.invocation(s.id, _conversation(s), parent=_parent(s, native.sessions), refs=refs)
+        step_of = _steps(b, s, replies, calls)
+        for record in _tool_calls(s, step_of, b.gaps):
+            b.tool(record)
     root = next((s for s in native.sessions if _parent(s, native.sessions) is None), native.sessions[0])
-    return {
-        "schema": "probe-rollout/v1",
-        "harness": {"name": "pi", "version": None},  # the session header carries its format version, not Pi's
-        "task_id": None,
-        "rollout_id": root.id,
-        "model_calls": model_calls,
-        "invocations": invocations,
-        "steps": steps,
-        "tool_calls": tool_calls,
-        "outcome": _outcome(root),
-        # Provenance: Pi stores a failed attempt as an error entry: it is placed in the step of the next reply.
-        "provenance": {"retry_placement": "inferred"},
-        "gaps": _unique(gaps),
-        "extensions": {"pi": _extensions(native)},
-    }
+    b.gaps = unique_gaps(b.gaps)
+    return b.build(
+        _outcome(root),
+        rollout_id=root.id,
+        # Pi stores a failed attempt as an error entry: it is placed in the step of the next reply.
+        provenance={"retry_placement": "inferred"},
+        extensions={"pi": _extensions(native)},
+    )
 
 
 def _assistant(s: Session) -> list[Entry]:
@@ -89,35 +85,31 @@ def _parent(s: Session, sessions: list[Session]) -> str | None:
     return found[0] if found else None
 
 
-def _steps(
-    s: Session, replies: list[Entry], calls: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """A step is the reply that ended it plus the failed attempts Pi retried before it."""
-    steps: list[dict[str, Any]] = []
-    step_of: dict[str, int] = {}  # entry id of a reply -> its step
-    pending: list[dict[str, Any]] = []
+def _steps(b: RolloutBuilder, s: Session, replies: list[Entry], calls: list[ModelCall]) -> dict[str, int]:
+    """A step is the reply that ended it plus the failed attempts Pi retried before it; steps are numbered per
+    session. Returns the step of each reply's entry id."""
+    number = 0
+    step_of: dict[str, int] = {}
+    pending: list[ModelCall] = []
     for e, c in zip(replies, calls, strict=True):
         pending.append(c)
         if c["error_category"] is None:
-            step_of[e.id] = len(steps) + 1
-            steps.append(_step(s, len(steps) + 1, pending))
+            number += 1
+            step_of[e.id] = number
+            _step(b, s, number, pending)
             pending = []
     if pending:
-        steps.append(_step(s, len(steps) + 1, pending))
-    return steps, step_of
+        _step(b, s, number + 1, pending)
+    return step_of
 
 
-def _step(s: Session, number: int, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "step_no": number,
-        "invocation_id": s.id,
-        "timestamp": calls[0]["started_at"],  # Pi records no step start: its first attempt's start
-        "model_call_refs": [c["model_call_id"] for c in calls],
-    }
+def _step(b: RolloutBuilder, s: Session, number: int, calls: list[ModelCall]) -> None:
+    # Pi records no step start: its first attempt's start.
+    b.step(number, s.id, calls[0]["started_at"], [c["model_call_id"] for c in calls])
 
 
-def _conversation(s: Session) -> list[dict[str, Any]]:
-    conv: list[dict[str, Any]] = []
+def _conversation(s: Session) -> list[Message]:
+    conv: list[Message] = []
     ids: dict[str, str] = {}  # Pi's stored tool call id -> the model's
     for e in s.entries:
         m = e.message if e.type == "message" else {}
@@ -126,14 +118,16 @@ def _conversation(s: Session) -> list[dict[str, Any]]:
             conv.append({"role": "user", "content": content_text(m.get("content"))})
         elif role == "assistant" and m.get("stopReason") not in FAILED:
             # A failed reply is dropped from Pi's live context before it retries: the model never sees it.
-            entry: dict[str, Any] = {"role": "assistant", "content": content_text(m.get("content"))}
+            entry: Message = {"role": "assistant", "content": content_text(m.get("content"))}
             requested = _tool_requests(m)
             if requested:
-                entry["tool_calls"] = [{k: v for k, v in t.items() if k != "stored_id"} for t in requested]
+                entry["tool_calls"] = [
+                    cast(RequestedCall, {k: v for k, v in t.items() if k != "stored_id"}) for t in requested
+                ]
                 ids.update((t["stored_id"], t["tool_call_id"]) for t in requested)
             conv.append(entry)
         elif role == "toolResult":
-            stored = text(m.get("toolCallId"))
+            stored = string(m.get("toolCallId"))
             call_id = ids.get(stored or "", stored)
             conv.append({"role": "tool", "content": content_text(m.get("content")), "tool_call_id": call_id})
     return conv
@@ -160,9 +154,9 @@ def _call_id(m: dict[str, Any], stored: str) -> str:
     return stored.split("|", 1)[0] if m.get("api") == "openai-responses" else stored
 
 
-def _tool_calls(s: Session, step_of: dict[str, int], gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _tool_calls(s: Session, step_of: dict[str, int], gaps: list[Gap]) -> list[ToolRecord]:
     results = {e.message.get("toolCallId"): e.message for e in s.entries if e.role == "toolResult"}
-    out = []
+    out: list[ToolRecord] = []
     for e in _assistant(s):
         if e.message.get("stopReason") in FAILED:
             continue  # a failed attempt's partial tool calls were never run
@@ -173,12 +167,12 @@ def _tool_calls(s: Session, step_of: dict[str, int], gaps: list[dict[str, Any]])
             output = content_text(result.get("content"))
             failed = result.get("isError")
             if not isinstance(failed, bool):
-                gaps.append({"code": "tool_calls.status_unrecorded", "detail": "a toolResult has no isError flag"})
+                gaps.append(gap("tool_calls.status_unrecorded", "a toolResult has no isError flag"))
             found = _EXIT.search(output or "") if failed is True else None
             out.append(
                 {
                     "tool_call_id": t["tool_call_id"],
-                    "tool_name": text(t["tool_name"]) or "",
+                    "tool_name": string(t["tool_name"]) or "",
                     "arguments": t["arguments"],
                     "status": ("failed" if failed else "succeeded") if isinstance(failed, bool) else None,
                     # Pi keeps a non-zero exit code only as the last line of a failed result's text.
@@ -191,19 +185,18 @@ def _tool_calls(s: Session, step_of: dict[str, int], gaps: list[dict[str, Any]])
     return out
 
 
-def _outcome(s: Session) -> dict[str, Any]:
+def _outcome(s: Session) -> Outcome:
     replies = _assistant(s)
     last = replies[-1].message if replies else {}
     stop = last.get("stopReason")
     if stop in FAILED:
-        error = text(last.get("errorMessage"))
-        kind = category(status_of(error), error, stop)
-        return {"final_answer": None, "status": "error", "failure_kind": kind, "failure_reason": error}
+        error = string(last.get("errorMessage"))
+        return outcome("error", failure_kind=category(status_of(error), error, stop), failure_reason=error)
     answer = content_text(last.get("content"))
     if stop is not None and stop != "toolUse" and answer:
-        return {"final_answer": answer, "status": "completed", "failure_kind": None, "failure_reason": None}
+        return outcome("completed", final_answer=answer)
     # No reply, or the last one asked for tools and nothing came after it: the run stopped midway.
-    return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+    return outcome("unknown")
 
 
 def _extensions(native: PiNative) -> dict[str, Any]:
@@ -219,19 +212,9 @@ def _extensions(native: PiNative) -> dict[str, Any]:
                 "failed_response_ids": [
                     e.message["responseId"]
                     for e in _assistant(s)
-                    if e.message.get("stopReason") in FAILED and text(e.message.get("responseId"))
+                    if e.message.get("stopReason") in FAILED and string(e.message.get("responseId"))
                 ],
             }
             for s in native.sessions
         ],
     }
-
-
-def _unique(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seen: set[tuple[str, str]] = set()
-    out = []
-    for g in gaps:
-        if (g["code"], g["detail"]) not in seen:
-            seen.add((g["code"], g["detail"]))
-            out.append(g)
-    return out

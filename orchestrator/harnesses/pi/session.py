@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.values import integer, string
 
 __all__ = ["Entry", "PiNative", "Session", "read_native"]
 
@@ -81,9 +82,9 @@ def _session(path: Path, rel: str, problems: list[tuple[str, str]]) -> Session:
     session = Session(
         path=rel,
         id=header["id"],
-        timestamp=_text(header.get("timestamp")),
-        cwd=_text(header.get("cwd")),
-        parent_session=_text(header.get("parentSession")),
+        timestamp=string(header.get("timestamp")),
+        cwd=string(header.get("cwd")),
+        parent_session=string(header.get("parentSession")),
     )
     for n, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -95,7 +96,7 @@ def _session(path: Path, rel: str, problems: list[tuple[str, str]]) -> Session:
         if not (isinstance(eid, str) and isinstance(etype, str)):
             problems.append(("session.entry_unreadable", f"{rel} line {n}: an entry without id or type"))
             continue
-        session.entries.append(Entry(eid, _text(data.get("parentId")), etype, _text(data.get("timestamp")), data))
+        session.entries.append(Entry(eid, string(data.get("parentId")), etype, string(data.get("timestamp")), data))
     return session
 
 
@@ -122,9 +123,4 @@ def _provider_retries(path: Path, problems: list[tuple[str, str]]) -> int | None
         return None
     retry = settings.get("retry") if isinstance(settings, dict) else None
     provider = retry.get("provider") if isinstance(retry, dict) else None
-    value = provider.get("maxRetries") if isinstance(provider, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    return integer(provider.get("maxRetries")) if isinstance(provider, dict) else None
