@@ -134,7 +134,7 @@ class RolloutBuilder:
         compactions: list[Compaction] | None = None,
         extensions: dict[str, Any] | None = None,
     ) -> Rollout:
-        # Built as a plain dict: the optional keys sit between required ones (provenance before gaps).
+        # Built as a plain dict: the optional keys sit between required ones (compactions and provenance before gaps).
         rollout: dict[str, Any] = {
             "schema": ROLLOUT_FORMAT,
             "harness": {"name": self.harness, "version": self.version},
@@ -146,11 +146,11 @@ class RolloutBuilder:
             "tool_calls": self.tools,
             "outcome": outcome,
         }
+        if compactions is not None:
+            rollout["compactions"] = compactions
         if provenance is not None:
             rollout["provenance"] = provenance
         rollout["gaps"] = self.gaps
-        if compactions is not None:
-            rollout["compactions"] = compactions
         if extensions is not None:
             rollout["extensions"] = extensions
         return cast(Rollout, rollout)

@@ -11,6 +11,7 @@ from typing import Any
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.opencode.rollout import build_rollout
 from orchestrator.harnesses.opencode.store import STDERR_LOG, read_native
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["CHUNK_TIMEOUT_MS", "DATA_DIR", "PROBE_DIR", "OpenCodeHarness", "opencode_config"]
@@ -101,7 +102,7 @@ class OpenCodeHarness(Harness):
         config = (json.dumps(opencode_config(scenario, ctx), indent=2) + "\n").encode()
         return Launch(command=["sh", "-c", script], environment=env, files={CONFIG: config})
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return build_rollout(read_native(native_dir))
 
     def parse_version(self, output: str) -> str:

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from orchestrator.harnesses.opencode.store import LogLine, Message, Part
+from orchestrator.harnesses.values import integer
+from orchestrator.records import TokenStats, token_stats
 
 __all__ = ["Attempt", "attempts_of", "iso_ms", "obj", "segments", "tokens", "wire_finish"]
 
@@ -50,7 +52,7 @@ def attempts_of(m: Message, log: list[LogLine]) -> list[Attempt]:
     starts = [ln for ln in mine if ln.message == "stream"]
     segs = segments(m)
     if not starts or len(starts) < len(segs):
-        created = _int(obj(m.data.get("time")).get("created"))
+        created = integer(obj(m.data.get("time")).get("created"))
         return [Attempt(seg.start.created, seg) for seg in segs] or [Attempt(created)]
     attempts = [Attempt(ln.at) for ln in starts]
     for seg in segs:
@@ -64,7 +66,7 @@ def attempts_of(m: Message, log: list[LogLine]) -> list[Attempt]:
     return attempts
 
 
-def tokens(raw: Any) -> dict[str, int | None]:
+def tokens(raw: Any) -> TokenStats:
     """OpenCode's token record, turned back into the counts the reply carried.
 
     OpenCode stores input without cache reads and writes, and output without reasoning (its session usage code),
@@ -72,17 +74,13 @@ def tokens(raw: Any) -> dict[str, int | None]:
     """
     t = obj(raw)
     cache = obj(t.get("cache"))
-    inp, out, reasoning = _int(t.get("input")), _int(t.get("output")), _int(t.get("reasoning"))
-    read, write = _int(cache.get("read")), _int(cache.get("write"))
+    inp, out, reasoning = integer(t.get("input")), integer(t.get("output")), integer(t.get("reasoning"))
+    read, write = integer(cache.get("read")), integer(cache.get("write"))
     prompt = None if inp is None or read is None or write is None else inp + read + write
     completion = None if out is None or reasoning is None else out + reasoning
-    return {
-        "prompt": prompt,
-        "completion": completion,
-        "reasoning": reasoning,
-        "total": _int(t.get("total")),
-        "cached": read,
-    }
+    return token_stats(
+        prompt=prompt, completion=completion, reasoning=reasoning, total=integer(t.get("total")), cached=read
+    )
 
 
 def wire_finish(reason: Any) -> str | None:
@@ -107,7 +105,3 @@ def _epoch_ms(at: datetime) -> int:
 def obj(value: Any) -> dict[str, Any]:
     """The value if it is a JSON object, else an empty one: OpenCode's rows are read defensively."""
     return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
+from orchestrator import records
 from orchestrator.harnesses.opencode.calls import Attempt, attempts_of, iso_ms, obj, segments, tokens, wire_finish
 from orchestrator.harnesses.opencode.store import LogLine, Message, OpenCodeNative, Part, Session
+from orchestrator.harnesses.values import integer, string
+from orchestrator.records import (
+    Compaction,
+    Gap,
+    ModelCall,
+    Outcome,
+    RequestedCall,
+    Rollout,
+    RolloutBuilder,
+    ToolRecord,
+    gap,
+    outcome,
+    token_stats,
+)
 
 __all__ = ["build_rollout"]
 
-_NO_TOKENS: dict[str, int | None] = {
-    "prompt": None,
-    "completion": None,
-    "reasoning": None,
-    "total": None,
-    "cached": None,
-}
-_ALWAYS_GAPS: list[dict[str, Any]] = [
+_ALWAYS_GAPS: list[Gap] = [
     {
         "code": "model_calls.response_id_unrecorded",
         "detail": "OpenCode stores no provider response id (message, part and event rows have none); every "
@@ -45,28 +53,24 @@ _ALWAYS_GAPS: list[dict[str, Any]] = [
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
-def build_rollout(native: OpenCodeNative) -> dict[str, Any]:
-    gaps = list(_ALWAYS_GAPS) + [{"code": c, "detail": d} for c, d in native.problems]
+def build_rollout(native: OpenCodeNative) -> Rollout:
     ids = {s.id for s in native.sessions}
-    model_calls: list[dict[str, Any]] = []
-    invocations: list[dict[str, Any]] = []
-    steps: list[dict[str, Any]] = []
-    tool_calls: list[dict[str, Any]] = []
-    compactions: list[dict[str, Any]] = []
+    roots = [s for s in native.sessions if s.parent_id not in ids]
+    root = roots[0] if roots else None
+    b = RolloutBuilder("opencode", root.version if root else None, _ALWAYS_GAPS)
+    b.gaps += [gap(c, d) for c, d in native.problems]
+    compactions: list[Compaction] = []
     for s in native.sessions:
-        calls: list[dict[str, Any]] = []
+        refs: list[str] = []
         replies = [m for m in s.messages if m.role == "assistant"]
         n = 0
-        waiting: list[dict[str, Any]] = []  # compactions recorded before the step they precede
+        waiting: list[Compaction] = []  # compactions recorded before the step they precede
         for m in replies:
             step_calls = _calls(s, m, native.log)
-            calls += step_calls
+            step_refs = [b.call(c) for c in step_calls]
+            refs += step_refs
             if _is_summary(m):
-                record: dict[str, Any] = {
-                    "invocation_id": s.id,
-                    "step_no": None,
-                    "model_call_refs": [c["model_call_id"] for c in step_calls],
-                }
+                record: Compaction = {"invocation_id": s.id, "step_no": None, "model_call_refs": step_refs}
                 if step_calls and step_calls[0]["started_at"]:
                     record["timestamp"] = step_calls[0]["started_at"]
                 compactions.append(record)
@@ -76,44 +80,19 @@ def build_rollout(native: OpenCodeNative) -> dict[str, Any]:
             for earlier in waiting:
                 earlier["step_no"] = n
             waiting.clear()
-            steps.append(
-                {
-                    "step_no": n,
-                    "invocation_id": s.id,
-                    "timestamp": step_calls[0]["started_at"],
-                    "model_call_refs": [c["model_call_id"] for c in step_calls],
-                }
-            )
-            tool_calls += _tool_calls(s, m, n, gaps)
-        model_calls += calls
-        parent = s.parent_id if s.parent_id in ids else None
-        invocations.append(
-            {
-                "invocation_id": s.id,
-                "parent_invocation_id": parent,
-                "model_call_refs": [c["model_call_id"] for c in calls],
-                "conversation": _conversation(s),
-            }
-        )
-    roots = [s for s in native.sessions if s.parent_id not in ids]
-    root = roots[0] if roots else None
-    return {
-        "schema": "probe-rollout/v1",
-        "harness": {"name": "opencode", "version": root.version if root else None},
-        "task_id": None,
-        "rollout_id": root.id if root else None,
-        "model_calls": model_calls,
-        "invocations": invocations,
-        "steps": steps,
-        "tool_calls": tool_calls,
-        "outcome": _outcome(root),
-        **({"compactions": compactions} if compactions else {}),
-        # Provenance: OpenCode's log names retried requests apart from its stored steps: each is placed in the step of
-        # the next reply.
-        "provenance": {"retry_placement": "inferred"},
-        "gaps": gaps,
-        "extensions": {"opencode": {"log_lines": len(native.log), "sessions": [s.id for s in native.sessions]}},
-    }
+            b.step(n, s.id, step_calls[0]["started_at"], step_refs)
+            for tool in _tool_calls(s, m, n, b.gaps):
+                b.tool(tool)
+        b.invocation(s.id, _conversation(s), parent=s.parent_id if s.parent_id in ids else None, refs=refs)
+    return b.build(
+        _outcome(root),
+        rollout_id=root.id if root else None,
+        compactions=compactions or None,
+        # OpenCode's log names retried requests apart from its stored steps: each is placed in the step of the next
+        # reply.
+        provenance={"retry_placement": "inferred"},
+        extensions={"opencode": {"log_lines": len(native.log), "sessions": [s.id for s in native.sessions]}},
+    )
 
 
 def _is_summary(m: Message) -> bool:
@@ -122,11 +101,11 @@ def _is_summary(m: Message) -> bool:
     return m.data.get("summary") is True and m.data.get("mode") == "compaction"
 
 
-def _calls(s: Session, m: Message, log: list[LogLine]) -> list[dict[str, Any]]:
+def _calls(s: Session, m: Message, log: list[LogLine]) -> list[ModelCall]:
     attempts = attempts_of(m, log)
     time = obj(m.data.get("time"))
     error = m.data.get("error") if isinstance(m.data.get("error"), dict) else None
-    out = []
+    out: list[ModelCall] = []
     for k, a in enumerate(attempts):
         last = k == len(attempts) - 1
         record: dict[str, Any] = {
@@ -138,7 +117,7 @@ def _calls(s: Session, m: Message, log: list[LogLine]) -> list[dict[str, Any]]:
             "response_id": None,
             "finish_reason": None,
             "error_category": None,
-            "token_stats": dict(_NO_TOKENS),
+            "token_stats": token_stats(),
             "invocation_id": s.id,
         }
         finish = a.segment.finish if a.segment else None
@@ -166,7 +145,7 @@ def _calls(s: Session, m: Message, log: list[LogLine]) -> list[dict[str, Any]]:
                 error_category=_retried_category(texts, a, last),
                 error="; ".join(texts) or None,
             )
-        out.append(record)
+        out.append(cast(ModelCall, record))  # updated in place, so its keys keep their order
     return out
 
 
@@ -184,8 +163,7 @@ def _retried_category(texts: list[str], a: Attempt, last: bool) -> str:
 
 def _status(error: dict[str, Any]) -> int | None:
     data = obj(error.get("data"))
-    code = data.get("statusCode")
-    return code if isinstance(code, int) and not isinstance(code, bool) else None
+    return integer(data.get("statusCode"))
 
 
 def _snake(name: Any) -> str:
@@ -197,21 +175,19 @@ def _finished_parts(m: Message) -> list[Part]:
     return [p for seg in segments(m) if seg.finish is not None for p in seg.parts]
 
 
-def _tool_calls(s: Session, m: Message, step: int, gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
+def _tool_calls(s: Session, m: Message, step: int, gaps: list[Gap]) -> list[ToolRecord]:
+    out: list[ToolRecord] = []
     for p in _finished_parts(m):
         if p.type != "tool" or not isinstance(p.data.get("callID"), str):
             continue
         state = obj(p.data.get("state"))
         status, exit_code, output = _result(state)
         if status is None:
-            gaps.append(
-                {"code": "tool_calls.status_unrecorded", "detail": f"tool part {p.id}: state {state.get('status')!r}"}
-            )
+            gaps.append(gap("tool_calls.status_unrecorded", f"tool part {p.id}: state {state.get('status')!r}"))
         out.append(
             {
                 "tool_call_id": p.data["callID"],
-                "tool_name": p.data.get("tool") if isinstance(p.data.get("tool"), str) else "",
+                "tool_name": string(p.data.get("tool")) or "",
                 "arguments": state.get("input"),
                 "status": status,
                 "exit_code": exit_code,
@@ -226,19 +202,18 @@ def _tool_calls(s: Session, m: Message, step: int, gaps: list[dict[str, Any]]) -
 def _result(state: dict[str, Any]) -> tuple[str | None, int | None, str | None]:
     """(status, exit code, output as returned to the model) of a tool part's final state."""
     meta = obj(state.get("metadata"))
-    code = meta.get("exit")
-    exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    exit_code = integer(meta.get("exit"))
     if state.get("status") == "completed":
         # OpenCode marks a command that ran as completed whatever its exit code; the code itself is kept.
         status = "succeeded" if exit_code in (0, None) else "failed"
-        return status, exit_code, state.get("output") if isinstance(state.get("output"), str) else None
+        return status, exit_code, string(state.get("output"))
     if state.get("status") == "error":
-        return "failed", exit_code, state.get("error") if isinstance(state.get("error"), str) else None
+        return "failed", exit_code, string(state.get("error"))
     return None, exit_code, None
 
 
-def _conversation(s: Session) -> list[dict[str, Any]]:
-    conv: list[dict[str, Any]] = []
+def _conversation(s: Session) -> list[records.Message]:
+    conv: list[records.Message] = []
     for m in s.messages:
         if m.role == "user":
             texts = [p.data.get("text") for p in m.parts if p.type == "text" and isinstance(p.data.get("text"), str)]
@@ -251,10 +226,18 @@ def _conversation(s: Session) -> list[dict[str, Any]]:
         tools = [p for p in parts if p.type == "tool" and isinstance(p.data.get("callID"), str)]
         if not text and not tools:
             continue  # an attempt that failed before any reply: the model saw nothing of it
-        entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+        entry: records.Message = {"role": "assistant", "content": text or None}
         if tools:
+            # The tool's name as stored, a missing one included (the schema checks then report it).
             entry["tool_calls"] = [
-                {"tool_call_id": p.data["callID"], "tool_name": p.data.get("tool"), "arguments": _state(p).get("input")}
+                cast(
+                    RequestedCall,
+                    {
+                        "tool_call_id": p.data["callID"],
+                        "tool_name": p.data.get("tool"),
+                        "arguments": _state(p).get("input"),
+                    },
+                )
                 for p in tools
             ]
         conv.append(entry)
@@ -267,20 +250,19 @@ def _state(p: Part) -> dict[str, Any]:
     return obj(p.data.get("state"))
 
 
-def _outcome(root: Session | None) -> dict[str, Any]:
+def _outcome(root: Session | None) -> Outcome:
     replies = [m for m in root.messages if m.role == "assistant"] if root else []
     last = replies[-1] if replies else None
     if last is None:
-        return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+        return outcome("unknown")
     error = last.data.get("error")
     if isinstance(error, dict):
         data = obj(error.get("data"))
         status = _status(error)
-        reason = data.get("message") if isinstance(data.get("message"), str) else None
         kind = f"http_{status}" if status else _snake(error.get("name"))
-        return {"final_answer": None, "status": "error", "failure_kind": kind, "failure_reason": reason}
+        return outcome("error", failure_kind=kind, failure_reason=string(data.get("message")))
     parts = _finished_parts(last)
     text = "".join(p.data["text"] for p in parts if p.type == "text" and isinstance(p.data.get("text"), str))
     if last.data.get("finish") not in (None, "tool-calls") and text:
-        return {"final_answer": text, "status": "completed", "failure_kind": None, "failure_reason": None}
-    return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+        return outcome("completed", final_answer=text)
+    return outcome("unknown")

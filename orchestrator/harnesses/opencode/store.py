@@ -12,6 +12,7 @@ from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
 from orchestrator.harnesses.sqlite_store import readonly_copy
+from orchestrator.harnesses.values import string
 
 __all__ = ["DB_FILES", "STDERR_LOG", "LogLine", "Message", "OpenCodeNative", "Part", "Session", "read_native"]
 
@@ -103,7 +104,7 @@ def _check_wal(folder: Path, problems: list[tuple[str, str]]) -> None:
 
 def _sessions(conn: sqlite3.Connection, problems: list[tuple[str, str]]) -> dict[str, Session]:
     sessions = {
-        str(r["id"]): Session(str(r["id"]), _text(r["parent_id"]), _text(r["version"]))
+        str(r["id"]): Session(str(r["id"]), string(r["parent_id"]), string(r["version"]))
         for r in conn.execute("SELECT id, parent_id, version FROM session ORDER BY time_created, id")
     }
     messages: dict[str, Message] = {}
@@ -174,7 +175,3 @@ def _unquote(value: str) -> str:
             return value[1:-1]
         return loaded if isinstance(loaded, str) else value[1:-1]
     return value
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
