@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.nooa.rollout import FINISH_TOOL, normalize_logs
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["ANSWER_DIR", "LOGS_DIR", "NooaHarness"]
@@ -75,7 +76,7 @@ class NooaHarness(Harness):
         # stdin closed: nothing may wait on a prompt.
         return Launch(command=["sh", "-c", 'exec "$@" </dev/null', "nemo-harbor", *runner], environment=env)
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return normalize_logs(native_dir / Path(LOGS_DIR).name, native_dir / Path(ANSWER_DIR).name, self.name)
 
     def parse_version(self, output: str) -> str:

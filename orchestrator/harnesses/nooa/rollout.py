@@ -14,6 +14,21 @@ from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError, content_text, tool_arguments
 from orchestrator.harnesses.nooa.spans import LlmSpan, read_llm_spans
+from orchestrator.harnesses.values import string
+from orchestrator.records import (
+    Gap,
+    Message,
+    ModelCall,
+    Outcome,
+    RequestedCall,
+    Rollout,
+    RolloutBuilder,
+    ToolRecord,
+    exit_status,
+    gap,
+    outcome,
+    token_stats,
+)
 
 __all__ = ["FINISH_TOOL", "normalize_logs"]
 
@@ -24,7 +39,7 @@ INVOCATION_FALLBACK = "nooa-session"
 # ShellTools' ShellResult repr (nooa.tools.shell_tools): return_code is shown only when it is not 0.
 _BASH_OUTPUT = re.compile(r"\ABashOutput\(.*?(?:, return_code=(-?\d+))?\)\s*\Z", re.S)
 
-_GAPS: tuple[dict[str, Any], ...] = (
+_GAPS: tuple[Gap, ...] = (
     {
         "code": "model_calls.sdk_retries_unrecorded",
         "detail": "a span records one litellm.acompletion call; the attempts the openai SDK retried inside it (408, "
@@ -76,81 +91,60 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def normalize_logs(logs: Path, answer_dir: Path, harness: str) -> dict[str, Any]:
+def normalize_logs(logs: Path, answer_dir: Path, harness: str) -> Rollout:
     """NOOA's /logs/agent copy -> a rollout; NormalizeError when it holds none of NOOA's records."""
     traces = logs / "traces"
     trajectory_path, result_path = logs / "trajectory.json", logs / "result.json"
     if not (traces.is_dir() or trajectory_path.is_file() or result_path.is_file()):
         raise NormalizeError(f"NOOA wrote none of traces/, trajectory.json, result.json in {logs.name}/")
     spans, bad_lines = read_llm_spans(traces)
-    gaps = [dict(g) for g in _GAPS]
-    if bad_lines:
-        gaps.append({"code": "spans.unreadable_lines", "detail": f"{bad_lines} span file line(s) are not JSON"})
-    if not spans:
-        gaps.append(
-            {
-                "code": "model_calls.unrecorded",
-                "detail": "no LiteLLM call span in traces/: every model call of the run is unrecorded",
-                "labels": ["E1", "E2", "E3"],
-            }
-        )
-    session = next((s.text("session.id") for s in spans if s.text("session.id")), None)
-    inv = session or INVOCATION_FALLBACK
-    calls, steps, step_of_call = _calls_and_steps(spans, inv)
-    events = _read(trajectory_path)
-    if not isinstance(events, list):
-        events = []
-        gaps.append(
-            {
-                "code": "tool_calls.trajectory_unwritten",
-                "detail": "trajectory.json is absent or not a JSON list (the runner writes it only when the agent "
-                "returned): the executed tool calls and their outputs are unrecorded",
-                "labels": ["E5"],
-            }
-        )
-    tools = _tool_records([e for e in events if isinstance(e, dict)], step_of_call, inv)
-    outcome = _outcome(_read(result_path), gaps)
     version = next(
         (s.resource.get("nooa.version") for s in spans if isinstance(s.resource.get("nooa.version"), str)), None
     )
-    return {
-        "schema": "probe-rollout/v1",
-        "harness": {"name": harness, "version": version},
-        "task_id": None,
-        "rollout_id": session,
-        "model_calls": calls,
-        "invocations": [
-            {
-                "invocation_id": inv,
-                "parent_invocation_id": None,
-                "model_call_refs": [c["model_call_id"] for c in calls],
-                "conversation": _conversation(spans),
-            }
-        ],
-        "steps": steps,
-        "tool_calls": tools,
-        "outcome": outcome,
+    b = RolloutBuilder(harness, version, _GAPS)
+    if bad_lines:
+        b.gap("spans.unreadable_lines", f"{bad_lines} span file line(s) are not JSON")
+    if not spans:
+        b.gap(
+            "model_calls.unrecorded",
+            "no LiteLLM call span in traces/: every model call of the run is unrecorded",
+            ["E1", "E2", "E3"],
+        )
+    session = next((s.text("session.id") for s in spans if s.text("session.id")), None)
+    inv = session or INVOCATION_FALLBACK
+    step_of_call = _calls_and_steps(b, spans, inv)
+    events = _read(trajectory_path)
+    if not isinstance(events, list):
+        events = []
+        b.gap(
+            "tool_calls.trajectory_unwritten",
+            "trajectory.json is absent or not a JSON list (the runner writes it only when the agent "
+            "returned): the executed tool calls and their outputs are unrecorded",
+            ["E5"],
+        )
+    for record in _tool_records([e for e in events if isinstance(e, dict)], step_of_call, inv):
+        b.tool(record)
+    result = _outcome(_read(result_path), b.gaps)
+    b.invocation(inv, _conversation(spans))
+    return b.build(
+        result,
+        rollout_id=session,
         # Failed calls are separate spans with no turn of their own: placed in the step of the next reply.
-        "provenance": {"retry_placement": "inferred"},
-        "gaps": gaps,
-        "extensions": {"nooa": {"answer_file": _answer(answer_dir), "llm_spans": len(spans)}},
-    }
+        provenance={"retry_placement": "inferred"},
+        extensions={"nooa": {"answer_file": _answer(answer_dir), "llm_spans": len(spans)}},
+    )
 
 
-def _call(n: int, span: LlmSpan, inv: str) -> dict[str, Any]:
+def _call(n: int, span: LlmSpan, inv: str) -> ModelCall:
     failed = span.failed
-    tokens = {
-        "prompt": span.count("llm.token_count.prompt"),
-        "completion": span.count("llm.token_count.completion"),
-        "reasoning": span.count("llm.token_count.completion_details.reasoning"),
-        "total": span.count("llm.token_count.total"),
-        "cached": span.count("llm.token_count.prompt_details.cache_read"),
-    }
-    record: dict[str, Any] = {
+    tokens = token_stats(
+        prompt=span.count("llm.token_count.prompt"),
+        completion=span.count("llm.token_count.completion"),
+        reasoning=span.count("llm.token_count.completion_details.reasoning"),
+        total=span.count("llm.token_count.total"),
+        cached=span.count("llm.token_count.prompt_details.cache_read"),
+    )
+    record: ModelCall = {
         "model_call_id": f"acompletion-{n}",
         "started_at": span.iso(span.start_ns),
         "completed_at": span.iso(span.end_ns),
@@ -169,42 +163,24 @@ def _call(n: int, span: LlmSpan, inv: str) -> dict[str, Any]:
     return record
 
 
-def _calls_and_steps(
-    spans: list[LlmSpan], inv: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
-    """Calls in start order; a step is the failed calls before a reply plus that reply (trailing failures: one)."""
-    calls: list[dict[str, Any]] = []
-    steps: list[dict[str, Any]] = []
-    step_of_call: dict[str, int] = {}  # tool call id -> step that received it
-    pending: list[str] = []
+def _calls_and_steps(b: RolloutBuilder, spans: list[LlmSpan], inv: str) -> dict[str, int]:
+    """Calls in start order; a step is the failed calls before a reply plus that reply (trailing failures: one).
+    Returns the step that received each tool call id."""
+    step_of_call: dict[str, int] = {}
+    pending: list[ModelCall] = []
     for n, span in enumerate(spans, start=1):
         call = _call(n, span, inv)
-        calls.append(call)
-        pending.append(call["model_call_id"])
+        b.call(call)
+        pending.append(call)
         if span.failed:
             continue
-        steps.append(
-            {
-                "step_no": len(steps) + 1,
-                "invocation_id": inv,
-                "timestamp": call["completed_at"],
-                "model_call_refs": pending,
-            }
-        )
+        step = b.step(len(b.steps) + 1, inv, call["completed_at"], [c["model_call_id"] for c in pending])
         for tool_call_id in span.output_tool_call_ids():
-            step_of_call.setdefault(tool_call_id, len(steps))
+            step_of_call.setdefault(tool_call_id, step["step_no"])
         pending = []
     if pending:
-        last = next(c for c in calls if c["model_call_id"] == pending[-1])
-        steps.append(
-            {
-                "step_no": len(steps) + 1,
-                "invocation_id": inv,
-                "timestamp": last["completed_at"],
-                "model_call_refs": pending,
-            }
-        )
-    return calls, steps, step_of_call
+        b.step(len(b.steps) + 1, inv, pending[-1]["completed_at"], [c["model_call_id"] for c in pending])
+    return step_of_call
 
 
 def _exit_code(output: str | None) -> int | None:
@@ -214,26 +190,26 @@ def _exit_code(output: str | None) -> int | None:
     return int(m.group(1)) if m.group(1) is not None else 0
 
 
-def _tool_records(events: list[dict[str, Any]], step_of_call: dict[str, int], inv: str) -> list[dict[str, Any]]:
+def _tool_records(events: list[dict[str, Any]], step_of_call: dict[str, int], inv: str) -> list[ToolRecord]:
     outputs = {e.get("tool_call_id"): e for e in events if e.get("event_type") == "PythonOutput"}
-    records = []
+    records: list[ToolRecord] = []
     for e in events:
         metadata = _dict(e.get("metadata"))
         if e.get("event_type") != "ToolCallEvent" or metadata.get("prefill") or metadata.get("synthetic"):
             continue
-        name = _str(e.get("name")) or ""
+        name = string(e.get("name")) or ""
         if name == FINISH_TOOL:
             continue
-        cid = _str(e.get("tool_call_id")) or ""
+        cid = string(e.get("tool_call_id")) or ""
         if not cid:
             continue  # an event naming no call cannot be a tool record (NOOA gives every call its wire id)
         printed = outputs.get(cid)
         result = _dict(e.get("result"))
-        output = _str(printed.get("stdout")) if printed else _str(result.get("content"))
+        output = string(printed.get("stdout")) if printed else string(result.get("content"))
         ran = (printed or {}).get("execution_status") or result.get("result_status")
         code = _exit_code(output) if name == CODE_TOOL else None
         if ran == "complete" and code is not None:
-            status: str | None = "succeeded" if code == 0 else "failed"
+            status: str | None = exit_status(code)
         elif ran == "error":
             status = "failed"
         else:
@@ -253,33 +229,27 @@ def _tool_records(events: list[dict[str, Any]], step_of_call: dict[str, int], in
     return records
 
 
-def _outcome(result: Any, gaps: list[dict[str, Any]]) -> dict[str, Any]:
+def _outcome(result: Any, gaps: list[Gap]) -> Outcome:
     if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
         gaps.append(
-            {
-                "code": "outcome.result_unwritten",
-                "detail": "result.json is absent or has no boolean success: how the run ended is unrecorded",
-                "labels": ["E6"],
-            }
+            gap(
+                "outcome.result_unwritten",
+                "result.json is absent or has no boolean success: how the run ended is unrecorded",
+                ["E6"],
+            )
         )
-        return {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+        return outcome("unknown")
     if result["success"]:
-        return {
-            "final_answer": _str(result.get("response")),
-            "status": "completed",
-            "failure_kind": None,
-            "failure_reason": None,
-        }
-    error = _str(result.get("error"))
-    return {
-        "final_answer": None,
-        "status": "error",
-        "failure_kind": "agent_error" if error else "unsuccessful",
-        "failure_reason": error or "result.json reports success false without an error",
-    }
+        return outcome("completed", final_answer=string(result.get("response")))
+    error = string(result.get("error"))
+    return outcome(
+        "error",
+        failure_kind="agent_error" if error else "unsuccessful",
+        failure_reason=error or "result.json reports success false without an error",
+    )
 
 
-def _conversation(spans: list[LlmSpan]) -> list[dict[str, Any]]:
+def _conversation(spans: list[LlmSpan]) -> list[Message]:
     """What the last recorded call was sent, and the reply it got: the history as NOOA's tracer kept it."""
     last = next((s for s in reversed(spans) if s.input_messages() is not None), None)
     if last is None:
@@ -292,28 +262,28 @@ def _conversation(spans: list[LlmSpan]) -> list[dict[str, Any]]:
     return conv
 
 
-def _message(m: dict[str, Any]) -> dict[str, Any]:
+def _message(m: dict[str, Any]) -> Message:
     role = m["role"]
-    out: dict[str, Any] = {"role": role, "content": content_text(m.get("content"))}
+    out: Message = {"role": role, "content": content_text(m.get("content"))}
     if role == "assistant":
         raw = m.get("tool_calls")
         calls = [_dict(c) for c in raw] if isinstance(raw, list) else []
         out["tool_calls"] = [
             {
-                "tool_call_id": _str(c.get("id")) or "",
-                "tool_name": _str(_dict(c.get("function")).get("name")) or "",
+                "tool_call_id": string(c.get("id")) or "",
+                "tool_name": string(_dict(c.get("function")).get("name")) or "",
                 "arguments": tool_arguments(_dict(c.get("function")).get("arguments")),
             }
             for c in calls
         ]
     elif role == "tool":
-        out["tool_call_id"] = _str(m.get("tool_call_id"))
+        out["tool_call_id"] = string(m.get("tool_call_id"))
     return out
 
 
-def _reply(span: LlmSpan) -> dict[str, Any]:
+def _reply(span: LlmSpan) -> Message:
     prefix = "llm.output_messages.0.message."
-    calls = []
+    calls: list[RequestedCall] = []
     for i, cid in enumerate(span.output_tool_call_ids()):
         base = f"{prefix}tool_calls.{i}.tool_call."
         calls.append(
