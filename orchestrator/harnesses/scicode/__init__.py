@@ -9,6 +9,7 @@ from typing import Any
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.scicode.rollout import normalize_output
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["OUTPUT_DIR", "PROBLEM_ID", "SciCodeHarness", "problem_file"]
@@ -89,7 +90,7 @@ class SciCodeHarness(Harness):
     def harness_profile(self) -> dict[str, Any] | None:
         return {"delivery": "python_blocks"}
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return normalize_output(native_dir / Path(OUTPUT_DIR).name, self.name)
 
     def parse_version(self, output: str) -> str:

@@ -15,9 +15,9 @@ import contextlib
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.records import Gap, RequestedCall, Rollout, RolloutBuilder, outcome, token_stats, tool_record
 
 __all__ = ["normalize_output"]
 
@@ -28,7 +28,7 @@ _LOG = re.compile(r"^(?P<problem>[^.]+)\.(?P<step>\d+)_(?P<sample>\d+)\.txt$")
 _STATUS = {"pass": "succeeded", "fail": "failed", "time out": "failed"}
 _CODE = re.compile(r"^(?P<problem>[^.]+)\.(?P<step>\d+)_(?P<sample>\d+)\.py$")
 
-_GAPS: list[dict[str, Any]] = [
+_GAPS: list[Gap] = [
     {
         "code": "model_calls.failed_attempts_unrecorded",
         "detail": "SciCode retries a call that got a non-200 status (2 attempts in all) and logs each failure only "
@@ -99,7 +99,7 @@ def _numbered(directory: Path | None, pattern: re.Pattern[str]) -> dict[tuple[st
     return out
 
 
-def normalize_output(out: Path, harness: str) -> dict[str, Any]:
+def normalize_output(out: Path, harness: str) -> Rollout:
     prompt_root = out / "prompt"
     if not prompt_root.is_dir():
         raise NormalizeError(f"SciCode wrote no prompt/ in {out.name}/")
@@ -112,12 +112,11 @@ def normalize_output(out: Path, harness: str) -> dict[str, Any]:
     codes = _numbered(out / "generated_code" / model / variant, _CODE)
     logs = {k: _read(p) for k, p in _numbered(out / "logs" / model / variant, _LOG).items()}
     root = min(prompts)[0] if prompts else "scicode"
-    calls, steps, tools = [], [], []
+    b = RolloutBuilder(harness, None, _GAPS)
     for n, key in enumerate(sorted(prompts), start=1):
-        cid = f"{key[0]}.{key[1]}"
-        calls.append(
+        cid = b.call(
             {
-                "model_call_id": cid,
+                "model_call_id": f"{key[0]}.{key[1]}",
                 "started_at": None,
                 "completed_at": None,
                 "protocol": "chat",
@@ -125,54 +124,32 @@ def normalize_output(out: Path, harness: str) -> dict[str, Any]:
                 "response_id": None,
                 "finish_reason": None,
                 "error_category": None,
-                "token_stats": {"prompt": None, "completion": None, "reasoning": None, "total": None, "cached": None},
+                "token_stats": token_stats(),
                 "invocation_id": root,
             }
         )
-        steps.append({"step_no": n, "invocation_id": root, "timestamp": None, "model_call_refs": [cid]})
+        b.step(n, root, None, [cid])
         result = logs.get(key)
         if key in codes and result is not None:
-            tools.append(
-                {
-                    "tool_call_id": cid,
-                    "tool_name": "python",
-                    "arguments": {"code": _read(codes[key])},
-                    "status": _STATUS.get(result.strip()),
-                    "exit_code": None,
-                    "output": None,
-                    "invocation_id": root,
-                    "step_no": n,
-                }
-            )
+            requested: RequestedCall = {
+                "tool_call_id": cid,
+                "tool_name": "python",
+                "arguments": {"code": _read(codes[key])},
+            }
+            b.tool(tool_record(requested, root, n, status=_STATUS.get(result.strip())))
     last = _read(prompts[max(prompts)]) if prompts else None
-    invocations = [
-        {
-            "invocation_id": root,
-            "parent_invocation_id": None,
-            "model_call_refs": [c["model_call_id"] for c in calls],
-            "conversation": [] if last is None else [{"role": "user", "content": last}],
-        }
-    ]
+    b.invocation(root, [] if last is None else [{"role": "user", "content": last}])
     scores_path = out / f"{model}_{variant}.json"
     scores = None
     with contextlib.suppress(OSError, ValueError):
         scores = json.loads(scores_path.read_text())
-    return {
-        "schema": "probe-rollout/v1",
-        "harness": {"name": harness, "version": None},
-        "task_id": None,
-        "rollout_id": None,
-        "model_calls": calls,
-        "invocations": invocations,
-        "steps": steps,
-        "tool_calls": tools,
-        "outcome": {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None},
-        "gaps": [dict(g) for g in _GAPS],
-        "extensions": {
+    return b.build(
+        outcome("unknown"),
+        extensions={
             "scicode_model": model,
             "scicode_variant": variant,
             "prompts": {f"{p}.{s}": _read(f) for (p, s), f in sorted(prompts.items())},
             "run_results": {f"{p}.{s}": (r or "").strip() for (p, s), r in sorted(logs.items())},
             "scores": scores,
         },
-    }
+    )
