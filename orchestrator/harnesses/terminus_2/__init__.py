@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext
 from orchestrator.harnesses.options import Integer
 from orchestrator.harnesses.terminus_2.rollout import normalize_logs
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["LOGS_DIR", "Terminus2Harness"]
@@ -80,7 +81,7 @@ class Terminus2Harness(Harness):
     def harness_profile(self) -> dict[str, Any] | None:
         return {"delivery": "keystrokes"}
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         return normalize_logs(native_dir / Path(LOGS_DIR).name, self.name)
 
     def parse_version(self, output: str) -> str:

@@ -9,13 +9,25 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.atif import load_atif
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.values import iso
+from orchestrator.records import (
+    Gap,
+    Message,
+    ModelCall,
+    RequestedCall,
+    Rollout,
+    RolloutBuilder,
+    outcome,
+    token_stats,
+    tool_record,
+)
 
 __all__ = ["normalize_logs"]
 
@@ -24,7 +36,7 @@ COMPLETE = "mark_task_complete"
 _EPISODE = re.compile(r"^episode-(\d+)$")
 _ANALYSIS = re.compile(r"^Analysis: (.*?)(?:\nPlan: .*)?$", re.S)
 
-_GAPS: list[dict[str, Any]] = [
+_GAPS: list[Gap] = [
     {
         "code": "model_calls.failed_attempts_unrecorded",
         "detail": "Terminus retries a failed call (harbor's LiteLLM wrapper 3 times, inside Terminus's own 3) and "
@@ -72,16 +84,13 @@ def _read_json(path: Path) -> Any:
 
 
 def _utc(naive: Any) -> datetime | None:
+    # The wall time as written, read as UTC (named as a gap): an offset written with it is not applied.
     if not isinstance(naive, str):
         return None
     try:
-        return datetime.fromisoformat(naive)
+        return datetime.fromisoformat(naive).replace(tzinfo=UTC)
     except ValueError:
         return None
-
-
-def _iso(t: datetime | None) -> str | None:
-    return None if t is None else t.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _episodes(logs: Path) -> dict[int, dict[str, Any]]:
@@ -100,7 +109,7 @@ def _reply(debug: dict[str, Any] | None) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _call(k: int, step: dict[str, Any], debug: dict[str, Any] | None, inv: str) -> dict[str, Any]:
+def _call(k: int, step: dict[str, Any], debug: dict[str, Any] | None, inv: str) -> ModelCall:
     reply = _reply(debug)
     start = _utc((debug or {}).get("api_call_start_time"))
     duration = (debug or {}).get("llm_api_duration_ms")
@@ -109,32 +118,34 @@ def _call(k: int, step: dict[str, Any], debug: dict[str, Any] | None, inv: str) 
     usage = (reply or {}).get("usage") or {}
     details = usage.get("completion_tokens_details") or {}
     choices = (reply or {}).get("choices") or [{}]
-    return {
+    # Typed once built: values are as Terminus logged them (one of another type is for the schema checks to report).
+    record: dict[str, Any] = {
         "model_call_id": f"episode-{k}",
-        "started_at": _iso(start),
-        "completed_at": _iso(end),
+        "started_at": iso(start),
+        "completed_at": iso(end),
         "protocol": "chat" if (debug or {}).get("call_type") == "acompletion" else None,
         "status_code": 200 if reply is not None else None,
         "response_id": reply.get("id") if reply else None,
         "finish_reason": choices[0].get("finish_reason") if isinstance(choices[0], dict) else None,
         "error_category": None,
-        "token_stats": {
-            "prompt": metrics.get("prompt_tokens"),
-            "completion": metrics.get("completion_tokens"),
-            "reasoning": details.get("reasoning_tokens") if isinstance(details, dict) else None,
-            "total": usage.get("total_tokens"),
-            "cached": metrics.get("cached_tokens"),
-        },
+        "token_stats": token_stats(
+            prompt=metrics.get("prompt_tokens"),
+            completion=metrics.get("completion_tokens"),
+            reasoning=details.get("reasoning_tokens") if isinstance(details, dict) else None,
+            total=usage.get("total_tokens"),
+            cached=metrics.get("cached_tokens"),
+        ),
         "invocation_id": inv,
     }
+    return cast(ModelCall, record)
 
 
-def _conversation(last: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _conversation(last: dict[str, Any] | None) -> list[Message]:
     """The history the last call was sent, and the reply it got: what the model saw, as Terminus logged it."""
     if last is None:
         return []
-    conv = [
-        {"role": m.get("role"), "content": m.get("content") if isinstance(m.get("content"), str) else None}
+    conv: list[Message] = [
+        {"role": m["role"], "content": m.get("content") if isinstance(m.get("content"), str) else None}
         for m in last.get("messages") or []
         if isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
     ]
@@ -146,11 +157,11 @@ def _conversation(last: dict[str, Any] | None) -> list[dict[str, Any]]:
     return conv
 
 
-def _typed(logs: Path, episodes: int) -> list[dict[str, Any]]:
+def _typed(logs: Path, episodes: int) -> list[Message]:
     """The history from each episode's prompt.txt and response.txt, for when no call's debug.json was written:
     Terminus writes the prompt before the call and the response after it, so a call that never succeeded (every
     attempt failed, or the run was stopped) leaves its prompt and no reply."""
-    conv: list[dict[str, Any]] = []
+    conv: list[Message] = []
     for k in range(episodes + 1):
         for name, role in (("prompt.txt", "user"), ("response.txt", "assistant")):
             try:
@@ -182,7 +193,7 @@ def _confirmed(agent_steps: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
-def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
+def normalize_logs(logs: Path, harness: str) -> Rollout:
     path = logs / "trajectory.json"
     if not path.is_file():
         raise NormalizeError(f"Terminus wrote no {path.name} in {logs.name}/")
@@ -193,65 +204,32 @@ def normalize_logs(logs: Path, harness: str) -> dict[str, Any]:
     inv = doc.get("session_id") or doc.get("trajectory_id") or "terminus"
     debug = _episodes(logs)
     agent_steps = [s for s in doc["steps"] if s["source"] == "agent"]
-    calls, steps, tools = [], [], []
+    b = RolloutBuilder(harness, doc["agent"]["version"], _GAPS)
     for k, step in enumerate(agent_steps):
-        call = _call(k, step, debug.get(k), inv)
-        calls.append(call)
-        steps.append(
-            {
-                "step_no": k + 1,
-                "invocation_id": inv,
-                "timestamp": step.get("timestamp"),
-                "model_call_refs": [call["model_call_id"]],
-            }
-        )
+        cid = b.call(_call(k, step, debug.get(k), inv))
+        b.step(k + 1, inv, step.get("timestamp"), [cid])
         results = (step.get("observation") or {}).get("results") or []
         shared = results[0].get("content") if len(results) == 1 and isinstance(results[0].get("content"), str) else None
         for tc in step.get("tool_calls") or []:
             if tc["function_name"] != COMMAND:
                 continue
-            tools.append(
-                {
-                    "tool_call_id": tc["tool_call_id"],
-                    "tool_name": COMMAND,
-                    "arguments": tc["arguments"],
-                    "status": None,
-                    "exit_code": None,
-                    "output": shared,
-                    "invocation_id": inv,
-                    "step_no": k + 1,
-                }
-            )
-    outcome: dict[str, Any] = {"final_answer": None, "status": "unknown", "failure_kind": None, "failure_reason": None}
+            requested: RequestedCall = {
+                "tool_call_id": tc["tool_call_id"],
+                "tool_name": COMMAND,
+                "arguments": tc["arguments"],
+            }
+            b.tool(tool_record(requested, inv, k + 1, output=shared))
+    result = outcome("unknown")
     confirmed = _confirmed(agent_steps)
     # Terminus returns on the confirming reply: a record going on after it does not show a run that ended there.
     if confirmed is not None and confirmed is agent_steps[-1]:
         message = confirmed.get("message")
         m = _ANALYSIS.match(message) if isinstance(message, str) else None
-        outcome = {
-            "final_answer": m.group(1) if m else message,
-            "status": "completed",
-            "failure_kind": None,
-            "failure_reason": None,
-        }
+        result = outcome("completed", final_answer=m.group(1) if m else message)
     last = debug.get(len(agent_steps) - 1) if agent_steps else None
-    return {
-        "schema": "probe-rollout/v1",
-        "harness": {"name": harness, "version": doc["agent"]["version"]},
-        "task_id": None,
-        "rollout_id": doc.get("session_id"),
-        "model_calls": calls,
-        "invocations": [
-            {
-                "invocation_id": inv,
-                "parent_invocation_id": None,
-                "model_call_refs": [c["model_call_id"] for c in calls],
-                "conversation": _conversation(last) or _typed(logs, len(agent_steps)),
-            }
-        ],
-        "steps": steps,
-        "tool_calls": tools,
-        "outcome": outcome,
-        "gaps": [dict(g) for g in _GAPS],
-        "extensions": {"atif_schema_version": doc["schema_version"], "episodes_with_debug": sorted(debug)},
-    }
+    b.invocation(inv, _conversation(last) or _typed(logs, len(agent_steps)))
+    return b.build(
+        result,
+        rollout_id=doc.get("session_id"),
+        extensions={"atif_schema_version": doc["schema_version"], "episodes_with_debug": sorted(debug)},
+    )
