@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -15,6 +15,7 @@ from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes
 from orchestrator.harnesses import Harness, NormalizeError
 from orchestrator.harnesses.isolated import NormalizeBudget, Normalizer, normalize_isolated
 from orchestrator.paths import EpisodePaths
+from orchestrator.records import NormalizeRecord, Rollout
 
 log = structlog.get_logger(__name__)
 
@@ -26,7 +27,7 @@ __all__ = ["collect_evidence", "judge", "normalize_native"]
 
 def normalize_native(
     harness: Harness, native: Path, budget: NormalizeBudget | None = None, child: Normalizer | None = None
-) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+) -> tuple[Rollout | None, NormalizeRecord]:
     """native/ -> rollout dict and the normalize record. A schema-invalid rollout is kept: the checks judge it.
 
     The normalizer runs in a child process under a time and memory budget: it reads what the harness wrote.
@@ -41,7 +42,7 @@ def normalize_native(
     return rollout, {"status": "ok", "message": None}
 
 
-def read_rollout(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+def read_rollout(path: Path) -> tuple[Rollout | None, str | None]:
     try:
         data = read_json(path)
     except FileNotFoundError:
@@ -50,13 +51,13 @@ def read_rollout(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, str(exc)
     if not isinstance(data, dict):
         return None, f"{path.name} is not a JSON object"
-    return data, None
+    return cast(Rollout, data), None  # claimed, not validated: the schema checks judge it
 
 
 def collect_evidence(
     scenario: dict[str, Any],
     paths: EpisodePaths,
-    rollout: dict[str, Any] | None,
+    rollout: Rollout | None,
     why: str | None,
     collected_bytes: int = MAX_FILE_BYTES,
     markers_ready: Callable[[], object] | None = None,

@@ -12,6 +12,7 @@ from orchestrator.atif.validate import EXTENSION_FORMAT, load_atif, validate_ati
 from orchestrator.atif.write import rollout_to_atif
 from orchestrator.evidence import FormatError, load_json
 from orchestrator.output import make_output
+from orchestrator.records import Rollout
 from orchestrator.runtime.collect import Collection
 
 __all__ = ["ATIF_NAME", "ExportResult", "export_atif", "find_atif", "read_atif_rollout"]
@@ -32,7 +33,7 @@ def find_atif(episode: Path) -> Path | None:
     return found[0] if found else None
 
 
-def read_atif_rollout(episode: Path, harness_name: str) -> tuple[dict[str, Any] | None, str | None]:
+def read_atif_rollout(episode: Path, harness_name: str) -> tuple[Rollout | None, str | None]:
     """(rollout, None), or (None, why) when there is no trajectory or it is not ATIF: a finding, not a crash."""
     path = find_atif(episode)
     if path is None:

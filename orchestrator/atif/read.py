@@ -9,9 +9,10 @@ those facts under `extra.harness_probe`, and they are read back from there.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.atif.write import EXTENSION, PASSTHROUGH, ROLLOUT_FORMAT
+from orchestrator.records import Rollout
 
 __all__ = ["ATIF_GAPS", "atif_to_rollout"]
 
@@ -233,7 +234,7 @@ def _reorder(items: list[dict[str, Any]], order: Any, key: Any) -> list[dict[str
     return sorted(items, key=lambda x: rank.get(key(x), len(rank)))
 
 
-def atif_to_rollout(doc: dict[str, Any], harness_name: str | None = None) -> dict[str, Any]:
+def atif_to_rollout(doc: dict[str, Any], harness_name: str | None = None) -> Rollout:
     """A probe-rollout/v1 dict from a validated ATIF trajectory (see `load_atif`)."""
     ext = _ext(doc)
     ours = ext.get("rollout_format") == ROLLOUT_FORMAT
@@ -281,4 +282,4 @@ def atif_to_rollout(doc: dict[str, Any], harness_name: str | None = None) -> dic
                 "labels": ["E2"],
             }
         )
-    return rollout
+    return cast(Rollout, rollout)  # rebuilt key by key, passthrough included: the checks judge its shape

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, islice, repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.evidence import (
     Fault,
@@ -18,6 +18,7 @@ from orchestrator.evidence import (
 )
 from orchestrator.evidence.bulk import gc_paused
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, compact_objects, loads, read_bytes, read_chunks
+from orchestrator.records import Execution, Rollout
 
 __all__ = ["WITHHELD", "Evidence", "Witness", "read_witness", "scope_of", "withheld"]
 
@@ -51,7 +52,7 @@ def _arrival(attempt_id: str) -> tuple[int, str]:
 NO_RESULT_DELIVERIES = frozenset({"python_blocks"})
 
 
-def scope_of(scenario: dict[str, Any], execution: dict[str, Any] | None = None) -> dict[str, bool]:
+def scope_of(scenario: dict[str, Any], execution: Execution | None = None) -> dict[str, bool]:
     """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error, `exited` when
     the harness process ended on its own (its exit status can be judged), and `tool_ids`.
 
@@ -255,10 +256,11 @@ class Evidence:
     """One episode's inputs; an input that could not be read is None with the reason kept."""
 
     scenario: dict[str, Any]
-    rollout: dict[str, Any] | None = None
+    # Typed as what it claims to be: a harness's rollout is read unvalidated, and the schema checks judge it.
+    rollout: Rollout | None = None
     witness: Witness | None = None
     markers: dict[str, str] = field(default_factory=dict)  # marker file name -> content, as collected
-    execution: dict[str, Any] | None = None  # scenario_result's execution record: read only by process checks
+    execution: Execution | None = None  # scenario_result's execution record: read only by process checks
     # The rollout was read from JSON text as it was (JSON types only, no tuple): its schema pre-checks need not look.
     rollout_parsed: bool = False
     errors: dict[str, str] = field(default_factory=dict)  # input name -> why it is unavailable
@@ -272,8 +274,10 @@ class Evidence:
 
     @property
     def r(self) -> dict[str, Any]:
+        """The rollout as checks read it: untyped, since a harness's rollout is hostile input until the schema
+        checks passed, and each check reads it defensively."""
         assert self.rollout is not None
-        return self.rollout
+        return cast(dict[str, Any], self.rollout)
 
     @property
     def w(self) -> Witness:

@@ -68,7 +68,7 @@ class Harness(ABC):
         """The one-shot, non-interactive command line, its environment and config files for one episode."""
 
     @abstractmethod
-    def normalize(self, native_dir: Path) -> Rollout | dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         """native/ -> a probe-rollout/v1 rollout, from what the harness itself reported and nothing else."""
 
     def harness_profile(self) -> dict[str, Any] | None:

@@ -15,10 +15,11 @@ from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.evidence.jsonread import MAX_DEPTH, JsonFault, read_json
 from orchestrator.harnesses.base import Harness, NormalizeError
+from orchestrator.records import Rollout
 
 __all__ = ["NormalizeBudget", "Normalizer", "normalize_isolated", "start_server"]
 
@@ -42,7 +43,7 @@ class NormalizeBudget:
     memory_bytes: int = 2 * 1024 * 1024 * 1024
 
 
-def normalize_isolated(harness: Harness, native: Path, budget: NormalizeBudget | None = None) -> dict[str, Any]:
+def normalize_isolated(harness: Harness, native: Path, budget: NormalizeBudget | None = None) -> Rollout:
     """harness.normalize(native) run in a child; raises NormalizeError with the reason for anything but a rollout."""
     child = Normalizer(harness, budget)
     try:
@@ -79,7 +80,7 @@ class Normalizer:
         self._proc.start()
         receive.close()  # the child holds its own end: our copy would keep its reads from ever seeing EOF
 
-    def run(self, native: Path) -> dict[str, Any]:
+    def run(self, native: Path) -> Rollout:
         """The rollout of `native`; NormalizeError with the reason for anything else."""
         self.start()
         assert self._proc is not None and self._order is not None and self._tmp is not None
@@ -109,7 +110,7 @@ class Normalizer:
         rollout = result.get("rollout")
         if not isinstance(rollout, dict):
             raise NormalizeError("normalizer did not return a JSON object")
-        return rollout
+        return cast(Rollout, rollout)  # as the normalizer built it, read back: its shape is the checks' to judge
 
     def close(self) -> None:
         """Kill the child if it still runs (never given its input, or over budget) and remove its folder."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext, NormalizeError
 from orchestrator.harnesses.options import Choice, Flag, Text
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["ReferenceHarness"]
@@ -104,7 +105,7 @@ class ReferenceHarness(Harness):
         # The agent reads its mode here too, so `hostile-version` can make the version probe hang.
         return (*self.version_command, "--mode", self.mode) if self.mode == "hostile-version" else self.version_command
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         # The reference agent writes the canonical format itself, so normalizing is reading and validating.
         path = native_dir / Path(_ROLLOUT_DIR).name / "rollout.json"
         if not path.is_file():
@@ -116,4 +117,4 @@ class ReferenceHarness(Harness):
         # Not validated here: a rollout that breaks its format is a finding the schema checks report.
         if not isinstance(data, dict):
             raise NormalizeError("rollout is not an object")
-        return data
+        return cast(Rollout, data)  # what the agent claims to be a rollout: the checks judge it
