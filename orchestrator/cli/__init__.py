@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from orchestrator.cli import audit, ci, cleanup, doctor, export, harnesses, images, merge, results, run, scenarios
+from orchestrator.cli import checks as checks_cli
 from orchestrator.errors import EXIT_ERROR, HarnessProbeError, one_line
 from orchestrator.logs import LogFormat, configure_logging
 from orchestrator.resources import build_info
@@ -63,6 +64,7 @@ app.add_typer(scenarios.app, name="scenarios")
 app.add_typer(harnesses.app, name="harnesses")
 app.add_typer(images.app, name="images")
 app.add_typer(results.app, name="results")
+app.add_typer(checks_cli.app, name="checks")
 app.add_typer(ci.app, name="ci")
 app.command("cleanup")(cleanup.cleanup)
 app.command("doctor")(doctor.doctor)

@@ -2,64 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from orchestrator.evidence import load_json
 from orchestrator.evidence.jsonread import read_json
+from orchestrator.report.evidence_doc import label_legend
+from orchestrator.report.findings import LABEL_IDS, label_cells, wrongs
 from orchestrator.report.markdown import _check_table, _scenario_table, md
 from orchestrator.report.results_notes import MATRIX_NOTES
 from orchestrator.report.table import LEGEND, SYMBOLS, joined, views
 
-__all__ = ["FINDINGS", "render_results"]
-
-# What a failing check says about the harness's self-report, in plain language.
-FINDINGS: dict[str, str] = {
-    "rollout.format": "its record does not have the shape of a rollout at all",
-    "calls.present": "no model call is recorded",
-    "calls.identity": "model calls have no (unique) ids",
-    "calls.protocol": "model calls do not name their provider protocol",
-    "calls.timing": "model calls lack start/end times, or they are out of order",
-    "calls.outcome": "a call is neither a success with response id and finish reason nor an error with a status",
-    "tokens.fields": "token counts are malformed (negative or not numbers)",
-    "invocations.identity": "no session/invocation owns the calls",
-    "steps.numbering": "agent steps are missing or not numbered 1, 2, 3...",
-    "tools.record": "tool executions are missing, or lack status or output",
-    "outcome.fields": "how the run ended (final answer or error) is not recorded",
-    "history.rebuildable": "the model-visible history cannot be rebuilt (tool results missing or out of order)",
-    "invocations.parent": "invocation parent links do not resolve",
-    "ownership.call_owner": "some model calls are not owned by exactly one invocation",
-    "steps.call_refs": "steps do not reference the calls made for them",
-    "steps.attempt_accounting": "some model calls (retries included) belong to no step, or to several",
-    "tools.request_join": "tool records do not join to the tool calls that requested them",
-    "gaps.none_voiding": "it does not report facts an evidence label needs (named gaps)",
-    "witness.no_violations": "it broke the scripted conversation (requests out of script)",
-    "witness.tools_executed": "scripted tool calls did not really run",
-    "witness.results_seen": "tool outputs were not returned to the model",
-    "witness.final_answer_sent": "it stopped before reaching the final answer",
-    "attempts.multiset": "model attempts seen on the wire are missing from its record (often failed ones), or doubled",
-    "calls.response_metadata": "finish reasons or protocols differ from what the provider sent",
-    "tokens.match": "token counts differ from the usage the provider sent (or unknown counts are made up)",
-    "errors.payload_retained": "error payloads of failed attempts are not kept",
-    "steps.witness_attempts": "retries are not kept as attempts of the step they retried",
-    "attempts.retry_identical": "a retry did not resend the identical request",
-    "tools.witness_ids": "tool calls the model made are missing from its tool records (or extra ones appear)",
-    "tools.witness_request": "tool names or arguments differ from what the model sent",
-    "tools.witness_status": "tool status does not follow the command's exit code",
-    "tools.witness_output": "recorded tool output differs from what the model was shown",
-    "outcome.final_answer": "the recorded final answer differs from the one the provider sent",
-    "outcome.terminal_error": "a run where every model call failed is not recorded as an error",
-    "egress.none": "it tried to reach hosts other than the provider (telemetry, update checks)",
-    "witness.faults_played": "the scenario's scripted faults were not all played: it was not exercised",
-    "attempts.exchange": "a recorded call is not the exchange the wire shows (status, category, request or order)",
-    "calls.witness_times": "recorded call times do not fit the times the requests crossed the wire",
-    "history.witness_results": "the history's tool results differ from what the model saw on the wire",
-    "ownership.wire_sessions": "invocation ownership disagrees with the session header on the wire",
-    "tokens.totals_match": "session or step token totals disagree with the calls or with the wire",
-    "compaction.recorded": "pushed to its context limit, it never compacted, or did not record the compaction",
-    "process.exit_status": "its exit status says the opposite of how the episode ended (e.g. 0 after a terminal error)",
-}
+__all__ = ["label_matrix", "render_results"]
 
 
 def _runtime(run_dir: Path, harness: str) -> dict[str, Any] | None:
@@ -94,25 +48,15 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
         "## What its self-report gets wrong",
         "",
     ]
-    failing: dict[str, list[str]] = {}
-    example: dict[str, str] = {}
-    for e in t.episodes():
-        for c in e["checks"]:
-            if c["status"] == "fail" and not (c["reasons"] and c["reasons"][0].startswith("blocked")):
-                failing.setdefault(c["id"], []).append(e["scenario"])
-                example.setdefault(c["id"], f"{e['scenario']}: {c['reasons'][0]}" if c["reasons"] else "")
-    if not failing:
+    found = wrongs(t)
+    if not found.items:
         lines.append("Nothing: every applicable check passes in every scenario.")
-    for cid, scenarios in failing.items():
-        finding = FINDINGS.get(cid, cid)
-        lines.append(f"- {finding} (`{cid}`; in {', '.join(f'`{s}`' for s in scenarios)})")
-        if example[cid]:
-            lines.append(f"  - for example, {md(example[cid], 240)}")
-    blocked = sum(
-        1 for e in t.episodes() for c in e["checks"] if c["status"] == "fail" and c["reasons"][0].startswith("blocked")
-    )
-    if blocked:
-        lines.append(f"- and {blocked} check results blocked by these failures")
+    for w in found.items:
+        lines.append(f"- {w.lie} (`{w.check}`; in {', '.join(f'`{s}`' for s in w.scenarios)})")
+        if w.example:
+            lines.append(f"  - for example, {md(f'{w.example_scenario}: {w.example}', 240)}")
+    if found.blocked:
+        lines.append(f"- and {found.blocked} check results blocked by these failures")
     lines += [
         "",
         "## Checks by scenario",
@@ -129,25 +73,6 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
     return "\n".join(lines)
 
 
-LABELS = tuple(f"E{i}" for i in range(1, 11))
-
-
-def _labels_of(check: dict[str, Any]) -> set[str]:
-    """The labels a check result speaks for: a blocked result speaks for none (its blocker is counted), and a
-    failed gap check only for the labels its gaps void."""
-    if check["status"] == "fail" and check["reasons"] and check["reasons"][0].startswith("blocked by"):
-        return set()
-    if check["id"] == "gaps.none_voiding" and check["status"] == "fail":
-        voided = " ".join(re.findall(r"\(voids ([^)]*)\)", " ".join(check["reasons"])))
-        return set(re.findall(r"E10|E[1-9]", voided))
-    return set(check.get("evidence", []))
-
-
-def _cell(statuses: list[str]) -> str:
-    failed = sum(1 for s in statuses if s == "fail")
-    return f"✗ {failed}" if failed else ("✓" if "pass" in statuses else "—")
-
-
 def label_matrix(summaries: dict[str, dict[str, Any]]) -> str:
     """docs/results/README.md: every probed harness x evidence label, from the saved runs only."""
     lines = [
@@ -161,16 +86,13 @@ def label_matrix(summaries: dict[str, dict[str, Any]]) -> str:
         "counted; a gap counts against the labels it voids), — when no check with it applied. "
         "The process column is the harness's exit status, judged apart from every label.",
         "",
-        "| harness | version | " + " | ".join(LABELS) + " | process | verdict |",
-        "| --- | --- | " + " | ".join(":---:" for _ in LABELS) + " | :---: | --- |",
+        "| harness | version | " + " | ".join(LABEL_IDS) + " | process | verdict |",
+        "| --- | --- | " + " | ".join(":---:" for _ in LABEL_IDS) + " | :---: | --- |",
     ]
     for name, (summary, version) in sorted((n, (s["summary"], s["version"])) for n, s in summaries.items()):
         harness = next(h for h in summary["harnesses"] if h["name"] == name)
-        cells = []
-        for label in LABELS:
-            statuses = [c["status"] for e in harness["scenarios"] for c in e["checks"] if label in _labels_of(c)]
-            cells.append(_cell(statuses))
-        cells.append(_cell([c["status"] for e in harness["scenarios"] for c in e["checks"] if c["kind"] == "process"]))
+        cells = list(label_cells(iter(harness["scenarios"])).values())
         lines.append(f"| [{name}]({name}.md) | `{version}` | " + " | ".join(cells) + f" | {harness['verdict']} |")
-    lines += ["", MATRIX_NOTES]
+    lines += ["", "The labels ([evidence.md](../evidence.md) lists the checks carrying each):", "", *label_legend(), ""]
+    lines += [MATRIX_NOTES]
     return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""What a harness's self-report gets wrong, in words, and its evidence labels' cells: read by every report and page."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.checks.catalogue import LABELS, LIES
+from orchestrator.report.table import HarnessView
+
+__all__ = ["LABEL_IDS", "Wrong", "Wrongs", "label_cell", "label_cells", "labels_of", "wrongs"]
+
+LABEL_IDS = tuple(label.id for label in LABELS)
+
+
+def _blocked(check: dict[str, Any]) -> bool:
+    return bool(check["reasons"]) and check["reasons"][0].startswith("blocked")
+
+
+@dataclass
+class Wrong:
+    """One failing check of a harness: the lie in words, where it was seen, and the first example."""
+
+    check: str
+    lie: str
+    scenarios: list[str] = field(default_factory=list)
+    example_scenario: str = ""
+    example: str = ""  # the first reason of the first scenario it failed in
+
+
+@dataclass
+class Wrongs:
+    items: list[Wrong]
+    blocked: int  # failing results blocked by another failure (not listed: their blocker is)
+
+
+def wrongs(view: HarnessView) -> Wrongs:
+    """Every check that failed (not blocked) in any episode of `view`, in the order first seen; one pass."""
+    found: dict[str, Wrong] = {}
+    blocked = 0
+    for e in view.episodes():
+        for c in e["checks"]:
+            if c["status"] != "fail":
+                continue
+            if _blocked(c):
+                blocked += 1
+                continue
+            w = found.get(c["id"])
+            if w is None:
+                w = found[c["id"]] = Wrong(c["id"], LIES.get(c["id"], c["id"]))
+                w.example_scenario = e["scenario"]
+                w.example = c["reasons"][0] if c["reasons"] else ""
+            w.scenarios.append(e["scenario"])
+    return Wrongs(list(found.values()), blocked)
+
+
+def labels_of(check: dict[str, Any]) -> set[str]:
+    """The labels a check result speaks for: a blocked result speaks for none (its blocker is counted), and a
+    failed gap check only for the labels its gaps void."""
+    if check["status"] == "fail" and _blocked(check):
+        return set()
+    if check["id"] == "gaps.none_voiding" and check["status"] == "fail":
+        voided = " ".join(re.findall(r"\(voids ([^)]*)\)", " ".join(check["reasons"])))
+        return set(re.findall(r"E10|E[1-9]", voided))
+    return set(check.get("evidence", []))
+
+
+def label_cell(statuses: list[str]) -> str:
+    failed = sum(1 for s in statuses if s == "fail")
+    return f"✗ {failed}" if failed else ("✓" if "pass" in statuses else "—")
+
+
+def _statuses(episodes: Iterator[dict[str, Any]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {k: [] for k in (*LABEL_IDS, "process")}
+    for e in episodes:
+        for c in e["checks"]:
+            for label in labels_of(c):
+                if label in out:
+                    out[label].append(c["status"])
+            if c["kind"] == "process":
+                out["process"].append(c["status"])
+    return out
+
+
+def label_cells(episodes: Iterator[dict[str, Any]]) -> dict[str, str]:
+    """Each label's cell (and `process`, the exit status judged apart) over the episodes, as the results matrix."""
+    return {k: label_cell(v) for k, v in _statuses(episodes).items()}
