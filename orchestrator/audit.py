@@ -17,6 +17,7 @@ import structlog
 from orchestrator import __version__
 from orchestrator.atif import read_atif_rollout
 from orchestrator.audit_copy import EvidenceCopy
+from orchestrator.checks.evidence import Evidence
 from orchestrator.errors import BadOption, InputChanged
 from orchestrator.evidence import Fault, FormatError, load_json, validate
 from orchestrator.evidence.bulk import gc_paused
@@ -24,6 +25,7 @@ from orchestrator.evidence.jsonread import JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.output import check_output, make_output, now_iso, write_json
 from orchestrator.paths import EpisodePaths, RunPaths
+from orchestrator.report.episode_page import write_episode_page
 from orchestrator.report.output import write_streamed
 from orchestrator.report.summary import SummaryBuilder
 from orchestrator.runtime.collect import Collection, CollectLimits, Finding
@@ -177,6 +179,7 @@ def _audit_episode(
             execution,
         )
         result["collection"] = None  # its place among the keys; filled once the copy is whole
+        judged: Evidence | None = None
         try:
             # The inputs hold no cycle (JSON data, their indexes): the collector need not walk their millions of
             # objects while they are read, nor again and again while the checks run (seconds on a 100,000-call
@@ -204,6 +207,7 @@ def _audit_episode(
             # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
             ev.rollout_parsed = rollout_format == "probe"
             judge(result, scenario, ev)
+            judged = ev
         except Exception as exc:  # one broken episode is reported as an error; the others are still audited
             result["execution"] = {
                 **execution,
@@ -216,6 +220,9 @@ def _audit_episode(
         # byte); what the audit's copy met beyond it (a link planted in the saved folder since) is added to its
         # findings.
         result["collection"] = _collection_record(old, copying.wait())
+    if judged is not None:
+        # Once the copy is whole (a saved page copied with it is replaced), from the evidence the checks read.
+        write_episode_page(dest, result, judged)
     result["finished_at"] = old["finished_at"] if old else now_iso()
     validate(result, "scenario-result/v1", "scenario_result")
     write_json(dest.result, result)

@@ -63,6 +63,18 @@ def write_streamed(
     return code
 
 
+def _episode_page(run_dir: Path, result: dict[str, Any]) -> None:
+    from orchestrator.paths import RunPaths
+    from orchestrator.report.episode_page import write_episode_page
+
+    try:
+        paths = RunPaths(run_dir).episode(result["harness"], result["scenario"])
+    except ValueError:
+        return
+    if paths.scenario.is_file() and not paths.root.is_symlink():
+        write_episode_page(paths, result)
+
+
 def report_run(
     run_dir: Path,
     suite: dict[str, Any],
@@ -76,6 +88,7 @@ def report_run(
     builder = SummaryBuilder(run_dir, suite)
     try:
         for r in results:
+            _episode_page(run_dir, r)
             builder.add(r)
         return write_streamed(run_dir, builder, full_suite=full_suite, started_at=started_at, finished_at=finished_at)
     finally:
