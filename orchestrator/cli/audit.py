@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.run import parse_harness_args
+from orchestrator.cli.run import parse_harness_args, print_verdicts
 from orchestrator.harnesses import get_harness
 from orchestrator.runtime.collect import CollectLimits
 
@@ -60,5 +60,6 @@ def audit_command(
     h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None
     limits = CollectLimits(max_bytes=collect_max_bytes, max_files=collect_max_files)
     res = audit(source, output, h, rollout_format, limits)
+    print_verdicts(res)
     typer.echo(f"audited {len(res.results)} episode(s): {res.output.resolve()}")
     raise typer.Exit(res.exit_code)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
@@ -20,6 +20,9 @@ from orchestrator.progress import Progress
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios, load_scenario
 from orchestrator.suite import RunConfig, SuiteResult, run_suite
+
+if TYPE_CHECKING:
+    from orchestrator.audit import AuditResult
 
 _SYMBOL = {"pass": "✓", "fail": "✗", "not_applicable": "—"}
 
@@ -116,13 +119,15 @@ def run(
 
     with Progress(console, total, n_jobs, live) as progress:
         res = run_suite(cfg, engine, on_episode=progress.on_episode, on_harness_ended=progress.on_harness_ended)
-    _print_table(res)
+    print_verdicts(res)
     typer.echo(f"results: {res.output.resolve()}")
     raise typer.Exit(res.exit_code)
 
 
-def _print_table(res: SuiteResult) -> None:
-    """One row per episode, failures listed below: report.md and report.html have the check x scenario grid."""
+def print_verdicts(res: SuiteResult | AuditResult) -> None:
+    """One row per episode, failures listed below: report.md and report.html have the check x scenario grid.
+
+    Printed by `run` and by `audit` alike."""
     console = Console(file=sys.stdout)
     table = Table(title="harness-probe verdicts (probe-p0/v1)")
     for col in ("harness", "scenario", "verdict", "execution", "checks ✓ ✗ —"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import quote as _quote
 
 from orchestrator.report.table import (
     LEGEND,
@@ -23,7 +24,7 @@ from orchestrator.report.table import (
     views,
 )
 
-__all__ = ["html_chunks", "render_html"]
+__all__ = ["episode_href", "esc", "html_chunks", "render_html"]
 
 _CLASS = {"pass": "pass", "fail": "fail", "not_applicable": "na", None: "none"}
 _STATUS_TEXT = {"pass": "pass", "fail": "fail", "not_applicable": "not applicable", None: "not run"}
@@ -74,6 +75,8 @@ td.cell details[open] > summary { outline: 2px solid #3b6fd8; outline-offset: -2
 .pop li { white-space: pre-wrap; overflow-wrap: anywhere; }
 td.reason { max-width: 40rem; overflow-wrap: anywhere; }
 ul.errors li { white-space: pre-wrap; }
+table.overview td { text-align: center; min-width: 2.6rem; } ul.wrongs li { margin-bottom: .45rem; }
+.pop p.go { margin: .5rem 0 0; } details.labels { margin: 0 0 1rem; color: var(--muted); }
 """
 
 # Opening one cell closes the others, and Escape closes all: the page stays readable after many clicks.
@@ -97,6 +100,11 @@ document.addEventListener("keydown", function (ev) {
 """
 
 
+def episode_href(harness: str, scenario: str) -> str:
+    """The relative link from a run's root to an episode's page."""
+    return f"{_quote(harness, safe='')}/{_quote(scenario, safe='')}/episode.html"
+
+
 def esc(text: str) -> str:
     return html.escape(clean(text), quote=True)
 
@@ -105,8 +113,13 @@ def _badge(verdict: str) -> str:
     return f'<span class="badge {esc(verdict)}">{esc(verdict)}</span>'
 
 
-def _cell(row: Row, cell: Cell, _i: int = 0) -> str:
+def _cell(row: Row, cell: Cell, _i: int = 0, harness: str = "") -> str:
     status = cell.status
+    link = (
+        f'<p class="go"><a class="episode" href="{esc(episode_href(harness, cell.scenario))}">episode page →</a></p>'
+        if harness
+        else ""
+    )
     reasons = "".join(f"<li>{esc(r)}</li>" for r in cell.reasons)
     pop = (
         f'<div class="pop"><dl>'
@@ -115,7 +128,7 @@ def _cell(row: Row, cell: Cell, _i: int = 0) -> str:
         f"<dt>status</dt><dd>{esc(_STATUS_TEXT[status])}</dd>"
         f"<dt>evidence</dt><dd>{esc(', '.join(row.evidence) or '-')}</dd>"
         f"<dt>location</dt><dd><code>{esc(cell.location)}</code></dd>"
-        f"</dl>{f'<ol>{reasons}</ol>' if reasons else ''}</div>"
+        f"</dl>{f'<ol>{reasons}</ol>' if reasons else ''}{link}</div>"
     )
     title = f"{row.id} in {cell.scenario}: {_STATUS_TEXT[status]}"
     return (
@@ -127,10 +140,13 @@ def _cell(row: Row, cell: Cell, _i: int = 0) -> str:
 def _check_table(t: HarnessView) -> Iterator[Line]:
     yield '<table class="checks">'
     yield "<thead><tr><th>check</th><th>tier</th>"
-    yield from (f'<th class="scn"><code>{esc(s)}</code></th>' for s in t.scenarios())
+    yield from (
+        f'<th class="scn"><a href="{esc(episode_href(t.name, s))}"><code>{esc(s)}</code></a></th>'
+        for s in t.scenarios()
+    )
     yield "</tr></thead><tbody>"
     span = 2 + t.count
-    cells = row_cells(t, _cell)
+    cells = row_cells(t, lambda row, cell, i: _cell(row, cell, i, t.name))
     for title, rows in t.groups():
         yield f'<tr class="group"><th colspan="{span}">{esc(title)}</th></tr>'
         for row in rows:
@@ -156,7 +172,8 @@ def _scenario_table(t: HarnessView) -> Iterator[Line]:
         norm = e["normalize"]
         normalize = norm["status"] if norm["status"] != "error" else f"error: {shorten(norm['message'] or '')}"
         yield (
-            f"<tr><td><code>{esc(e['scenario'])}</code></td><td>{_badge(e['verdict'])}</td>"
+            f'<tr><td><a href="{esc(episode_href(t.name, e["scenario"]))}"><code>{esc(e["scenario"])}</code></a></td>'
+            f"<td>{_badge(e['verdict'])}</td>"
             f"<td>{esc(shorten(execution_text(e)))}</td><td>{esc(normalize)}</td>"
             f'<td class="reason">{_first_failure(e)}</td></tr>'
         )
@@ -182,8 +199,12 @@ def _body(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[Li
         yield '<h2>Errors</h2><ul class="errors">'
         yield from (f"<li>{esc(err)}</li>" for err in summary["errors"])
         yield "</ul>"
+    tables = list(tables)
+    from orchestrator.report.lead import html_lead  # lead imports this module's esc
+
+    yield from html_lead(tables)
     for t in tables:
-        yield f"<h2><code>{esc(t.name)}</code> {_badge(t.verdict)}</h2>"
+        yield f'<h2 id="h-{esc(_quote(t.name, safe=""))}"><code>{esc(t.name)}</code> {_badge(t.verdict)}</h2>'
         yield from _check_table(t)
         yield from _scenario_table(t)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -94,11 +95,34 @@ def _lines(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[L
     ]
     if summary["errors"]:
         yield from ["## Errors", ""] + [f"- {md(err, 1000)}" for err in summary["errors"]] + [""]
+    tables = list(tables)
+    from orchestrator.report.lead import markdown_lead  # lead imports md from here
+
+    yield from markdown_lead(tables)
     for t in tables:
         yield from [f"## {md(t.name)}: {_verdict(t.verdict)}", ""]
         yield from _check_table(t)
         yield ""
         yield from _scenario_table(t)
+        yield ""
+        yield from _reasons(t)
+
+
+def _reasons(t: HarnessView) -> Iterator[Line]:
+    """Every failing check's every reason, one folded block per episode (report.md is read in PR comments)."""
+    for e in t.episodes():
+        failing = [c for c in e["checks"] if c["status"] == "fail"]
+        if not failing:
+            continue
+        # HTML, not Markdown, inside <summary>: escaped as HTML.
+        name = html.escape(shorten(clean(e["scenario"]), 200))
+        yield f"<details><summary>{name}: {len(failing)} failing check(s)</summary>"
+        yield ""
+        for c in failing:
+            yield f"- {_code(c['id'])} ({c['tier']})"
+            yield from (f"  - {md(r, 1000)}" for r in c["reasons"])
+        yield ""
+        yield "</details>"
         yield ""
 
 
