@@ -16,7 +16,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bi
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null \
 	&& { command -v $$p; break; }; done)
 
-.PHONY: help probe test test-unit test-integration test-harnesses images base-image lint dist bench lock cleanup docker-check
+.PHONY: screenshot help probe test test-unit test-integration test-harnesses images base-image lint dist bench lock cleanup docker-check
 
 help:
 	@echo "make probe HARNESS=reference [SCENARIO=tool_success] [OUT=dir] [ARGS='--timeout 120']"
@@ -26,6 +26,7 @@ help:
 	@echo "make lint            ruff + mypy + import contracts + actionlint + zizmor (workflows) + the packaging checks of make dist"
 	@echo "make dist            wheel + sdist into dist/ (python -m build), checked by twine"
 	@echo "make bench           audit at scale; runtime overhead; --jobs 1 vs 2; proxy latency"
+	@echo "make screenshot      docs/images/episode-page.png from a real reference run (Docker, chromium)"
 	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
 	@echo "make lock            re-lock images/*/requirements.lock from requirements.in"
 
@@ -86,6 +87,10 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/python -m tests.bench.audit_scale 100000 1000 10000
 	$(VENV)/bin/python -m tests.bench.runtime_overhead
 	$(VENV)/bin/python -m tests.bench.proxy_latency
+
+# docs/images/episode-page.png from a real reference run in a misreporting mode (Docker and chromium).
+screenshot: docker-check
+	$(VENV)/bin/python -m tests.bench.episode_screenshot
 
 cleanup: docker-check
 	$(HP) cleanup

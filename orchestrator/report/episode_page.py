@@ -35,7 +35,8 @@ _CSS = """
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color:#1d232b; margin:0 auto;
   padding: 1.2rem 2rem 4rem; max-width: 96rem; }
-h1 { font-size: 1.4rem; margin: 0 0 .4rem; } h2 { font-size: 1.1rem; margin: 1.6rem 0 .5rem; }
+h1 { font-size: 1.4rem; margin: 0 0 .4rem; } h1 code { font-size: 1.3rem; }
+h2 { font-size: 1.1rem; margin: 1.6rem 0 .5rem; }
 code, pre, .mono { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3rem 0; max-height: 24rem; overflow: auto;
   background: #f6f7f9; padding: .4rem .6rem; border-radius: 4px; }
@@ -97,10 +98,9 @@ def _history(request: Any) -> str:
     cut = len(text) > HISTORY_CHARS
     shown = text[-HISTORY_CHARS:] if cut else text
     note = f" (last {HISTORY_CHARS:,} of {len(text):,} characters; the witness has all)" if cut else ""
-    # Long histories start folded: a 100-call episode carries the whole conversation a hundred times.
-    opened = "" if (n > 2 or len(text) > 1500) else " open"
     return (
-        f'<details class="history"{opened}><summary>history sent: {n} message(s){esc(note)}</summary>'
+        # Folded until asked for (the buttons open them all): a 100-call episode carries the conversation 100 times.
+        f'<details class="history"><summary>history sent: {n} message(s){esc(note)}</summary>'
         f"<pre>{esc(shown)}</pre></details>"
     )
 

@@ -14,6 +14,7 @@ from orchestrator.report.episode_page import write_episode_page
 from orchestrator.verdict import collect_evidence
 from tests.browser import browser_page
 from tests.unit.harnesses import captured
+from tests.unit.report.test_episode_page import hundred_calls
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 NATIVE = sorted(
@@ -60,3 +61,14 @@ def test_every_captured_episode_page_renders_without_console_errors(pages: list[
             page.click("button[data-open='1']")  # the page's script runs
             assert page.locator("details.history[open]").count() == page.locator("details.history").count()
             assert errors == [], (path, errors)
+
+
+def test_a_hundred_call_episode_page_loads_in_chromium(tmp_path: Path) -> None:
+    """Not timed (a shared machine): it loads whole, its 100 rows there, no error."""
+    ev, result, paths = hundred_calls(tmp_path)
+    page_file = write_episode_page(paths, result, ev)
+    assert page_file is not None
+    with browser_page() as (page, errors):
+        page.goto(page_file.as_uri())
+        assert page.locator("table.timeline tr.call").count() == 100
+        assert errors == []

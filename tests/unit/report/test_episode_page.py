@@ -132,8 +132,8 @@ def test_links_are_relative_and_the_page_is_written_beside_the_files(tmp_path: P
     assert "http://" not in page and "https://" not in page  # nothing fetched from the network
 
 
-def test_a_hundred_call_episode_renders(tmp_path: Path) -> None:
-    """Not timed (the machine is shared): the benchmark in bench/ measures it; this proves the page is whole."""
+def hundred_calls(tmp_path: Path) -> tuple[Any, dict[str, Any], EpisodePaths]:
+    """tool_success grown to 100 model calls, each witnessed and recorded."""
     paths = _episode(tmp_path, "tool_success")
     rollout = json.loads(paths.rollout.read_text())
     witness = [json.loads(line) for line in paths.witness.read_text().splitlines()]
@@ -151,6 +151,12 @@ def test_a_hundred_call_episode_renders(tmp_path: Path) -> None:
     paths.witness.write_text("".join(json.dumps(e) + "\n" for e in [others[0], *new_attempts, *others[1:]]))
     rollout["model_calls"] = calls
     ev, result = _judged(paths, rollout)
+    return ev, result, paths
+
+
+def test_a_hundred_call_episode_renders(tmp_path: Path) -> None:
+    """Not timed (the machine is shared): test_episode_browser renders it in Chromium; this proves the page whole."""
+    ev, result, paths = hundred_calls(tmp_path)
     rows = [r for r in _parse(render_episode(ev, result, paths.root)).rows if "call" in r[0].split()]
     assert len(rows) == 100
     assert all(f"resp-{i}" in t for i, (_, t) in enumerate(rows))
