@@ -21,6 +21,7 @@ MAX_ROWS = 2000
 
 UNRECORDED = "witnessed, not recorded"
 UNWITNESSED = "recorded, never witnessed"
+AUXILIARY = "auxiliary, not recorded"  # a reply outside the script (title generation): recording it is optional
 
 
 @dataclass(frozen=True)
@@ -111,33 +112,40 @@ def _tool_rows(ev: Evidence) -> tuple[dict[str, list[ToolRow]], list[ToolRow]]:
     return by_attempt, extra
 
 
-def _rows(ev: Evidence) -> list[Row]:
+def _rows(ev: Evidence) -> tuple[list[Row], int]:
+    """The rows of the first MAX_ROWS attempts (and the unanswered calls among them), and how many more there are:
+    a 100,000-call audit builds 2,000 rows, not 100,000."""
     attempts = ev.w.attempts(None) if ev.witness is not None else []
     calls = model_calls(ev) if ev.rollout is not None else []
     if ev.witness is None:
-        return [Row(None, c, UNWITNESSED) for c in calls]
+        return [Row(None, c, UNWITNESSED) for c in calls[:MAX_ROWS]], max(0, len(calls) - MAX_ROWS)
     if ev.rollout is None:
-        return [Row(a, None, UNRECORDED if a.get("kind") == "model" else "auxiliary, not recorded") for a in attempts]
+        alone = [Row(a, None, UNRECORDED if a.get("kind") == "model" else AUXILIARY) for a in attempts[:MAX_ROWS]]
+        return alone, max(0, len(attempts) - MAX_ROWS)
     joined = join_calls(ev)
     call_of = {id(a): c for c, a in joined.pairs}
     unmatched = {id(c) for c in joined.unmatched}
     rows: list[Row] = []
-    for a in attempts:
+    for a in attempts[:MAX_ROWS]:
         c = call_of.get(id(a))
-        state = "" if c is not None else UNRECORDED if a.get("kind") == "model" else "auxiliary, not recorded"
+        state = "" if c is not None else UNRECORDED if a.get("kind") == "model" else AUXILIARY
         rows.append(Row(a, c, state))
+    left_off = max(0, len(attempts) - MAX_ROWS)
     # A call no attempt answers goes after the row of the call recorded before it (or first).
     position = {id(r.call): n for n, r in enumerate(rows) if r.call is not None}
     inserts: list[tuple[int, int, Row]] = []
     last = -1
     for order, c in enumerate(calls):
         if id(c) in unmatched:
-            inserts.append((last + 1, order, Row(None, c, UNWITNESSED)))
+            if last + 1 > len(rows):
+                left_off += 1  # placed among the rows not shown
+            else:
+                inserts.append((last + 1, order, Row(None, c, UNWITNESSED)))
         else:
-            last = position.get(id(c), last)
+            last = position.get(id(c), len(rows) if id(c) not in position and left_off else last)
     for at, _order, row in sorted(inserts, key=lambda x: (x[0], x[1]), reverse=True):
         rows.insert(at, row)
-    return rows
+    return rows, left_off
 
 
 def _mark(rows: list[Row], tools: list[ToolRow], failing: list[dict[str, Any]]) -> list[Mark]:
@@ -163,9 +171,7 @@ def _mark(rows: list[Row], tools: list[ToolRow], failing: list[dict[str, Any]]) 
 
 def timeline(ev: Evidence, result: dict[str, Any]) -> Timeline:
     """The rows of one episode, marked with the failing checks of its result (checks not re-run)."""
-    rows = _rows(ev)
-    left_off = max(0, len(rows) - MAX_ROWS)
-    rows = rows[:MAX_ROWS]
+    rows, left_off = _rows(ev)
     steps = _index_steps(ev)
     by_attempt, extra = _tool_rows(ev) if ev.witness is not None else ({}, [])
     tools: list[ToolRow] = list(extra)

@@ -160,3 +160,13 @@ def test_a_hundred_call_episode_renders(tmp_path: Path) -> None:
     rows = [r for r in _parse(render_episode(ev, result, paths.root)).rows if "call" in r[0].split()]
     assert len(rows) == 100
     assert all(f"resp-{i}" in t for i, (_, t) in enumerate(rows))
+
+
+def test_a_very_large_episode_shows_its_first_rows_and_says_how_many_more(tmp_path: Path, monkeypatch: Any) -> None:
+    from orchestrator.report import episode_rows
+
+    monkeypatch.setattr(episode_rows, "MAX_ROWS", 30)
+    ev, result, paths = hundred_calls(tmp_path)
+    page = render_episode(ev, result, paths.root)
+    assert len([r for r in _parse(page).rows if "call" in r[0].split()]) == 30
+    assert "70 more rows are not shown" in page
