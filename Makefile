@@ -42,8 +42,10 @@ docker-check: $(VENV)/.installed
 probe: docker-check
 	$(HP) run --harness $(HARNESS) $(if $(SCENARIO),--scenario $(SCENARIO)) --output $(OUT) $(ARGS)
 
-test: docker-check lint
-	$(VENV)/bin/pytest tests/unit tests/integration tests/harnesses
+# In timed phases (lint, unit, images, integration, each golden); goldens as `ci select` picks them over the changes
+# since .ci/last-landed (every golden when that cannot be told, or with GOLDENS=all). See docs/performance.md.
+test: docker-check
+	$(VENV)/bin/python -m tests.phases --record --json probe-out/ci-phases.json
 
 test-unit: $(VENV)/.installed
 	$(VENV)/bin/pytest tests/unit
@@ -86,6 +88,7 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/python -m tests.bench.audit_scale 100000 1000 10000
 	$(VENV)/bin/python -m tests.bench.runtime_overhead
 	$(VENV)/bin/python -m tests.bench.proxy_latency
+	$(VENV)/bin/python -m tests.bench.ci_budget
 
 cleanup: docker-check
 	$(HP) cleanup
