@@ -20,7 +20,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bi
 
 help:
 	@echo "make probe HARNESS=reference [SCENARIO=tool_success] [OUT=dir] [ARGS='--timeout 120']"
-	@echo "make test            unit + integration + harness tests (real Docker)"
+	@echo "make test            lint, unit, images, integration, the goldens changes select, in timed phases (GOLDENS=all)"
 	@echo "make images          build every image (reused when inputs are unchanged)"
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
 	@echo "make lint            ruff + mypy + import contracts + actionlint + zizmor (workflows) + the packaging checks of make dist"
