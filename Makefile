@@ -20,7 +20,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bi
 
 help:
 	@echo "make probe HARNESS=reference [SCENARIO=tool_success] [OUT=dir] [ARGS='--timeout 120']"
-	@echo "make test            unit + integration + harness tests (real Docker)"
+	@echo "make test            lint, unit, images, integration, the goldens changes select, in timed phases (GOLDENS=all)"
 	@echo "make images          build every image (reused when inputs are unchanged)"
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
 	@echo "make lint            ruff + mypy + import contracts + actionlint + zizmor (workflows) + the packaging checks of make dist"
@@ -43,8 +43,10 @@ docker-check: $(VENV)/.installed
 probe: docker-check
 	$(HP) run --harness $(HARNESS) $(if $(SCENARIO),--scenario $(SCENARIO)) --output $(OUT) $(ARGS)
 
-test: docker-check lint
-	$(VENV)/bin/pytest tests/unit tests/integration tests/harnesses
+# In timed phases (lint, unit, images, integration, each golden); goldens as `ci select` picks them over the changes
+# since .ci/last-landed (every golden when that cannot be told, or with GOLDENS=all). See docs/performance.md.
+test: docker-check
+	$(VENV)/bin/python -m tests.phases --record --json probe-out/ci-phases.json
 
 test-unit: $(VENV)/.installed
 	$(VENV)/bin/pytest tests/unit
@@ -87,6 +89,7 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/python -m tests.bench.audit_scale 100000 1000 10000
 	$(VENV)/bin/python -m tests.bench.runtime_overhead
 	$(VENV)/bin/python -m tests.bench.proxy_latency
+	$(VENV)/bin/python -m tests.bench.ci_budget
 
 # docs/images/episode-page.png from a real reference run in a misreporting mode (Docker and chromium).
 screenshot: docker-check

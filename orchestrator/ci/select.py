@@ -30,6 +30,8 @@ _OWN_EXTRA = {"reference": ("tests/unit/reference_agent/*", "tests/integration/*
 # Changes that can move no verdict. Everything not matched here or above selects every harness: an
 # unknown path is shared code until shown otherwise, so nothing is skipped by omission.
 _DOCS = ("docs/*", "*.md", "LICENSE", "LICENSE.*", ".gitignore", ".gitattributes", "*.png", "*.svg")
+# The commit the last passing CI run tested (tests/phases.py diffs against it): a record, no input of a verdict.
+_RECORDS = (".ci/last-landed",)
 # Named only so `--explain` can say why a path selects everything; the default is "all" anyway.
 _SHARED = (
     ("proxy_addons/*", "the scripted provider (proxy addon)"),
@@ -122,6 +124,8 @@ def select(
             reasons[path] = "harness files: " + ", ".join(sorted(owners))
         elif any(_matches(path, p) for p in _DOCS):
             reasons[path] = "documentation: selects none"
+        elif path in _RECORDS:
+            reasons[path] = "CI record of the last passing commit: selects none"
         else:
             everything = True
             why = next((w for p, w in _SHARED if _matches(path, p)), "shared code")
