@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -125,8 +126,35 @@ def _run(name: str, cmd: list[str], env: dict[str, str] | None = None) -> Phase:
     return phase
 
 
+JUNIT_DIR = ROOT / "probe-out" / "ci-junit"
+
+
 def _pytest(*args: str) -> list[str]:
-    return [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", *args]
+    # Each pytest phase leaves a JUnit file, so the run can close on one count over all of them (the last
+    # phase's own closing line counts only that phase).
+    JUNIT_DIR.mkdir(parents=True, exist_ok=True)
+    junit = JUNIT_DIR / f"phase-{len(list(JUNIT_DIR.glob('phase-*.xml'))) + 1:02d}.xml"
+    junit.unlink(missing_ok=True)
+    return [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *args]
+
+
+def junit_counts(junit_files: list[Path]) -> tuple[int, int, int]:
+    """(passed, failed, skipped) over the JUnit files the pytest phases wrote; an unreadable one counts as one
+    failure, never as nothing."""
+    passed = failed = skipped = 0
+    for f in junit_files:
+        try:
+            root = ET.parse(f).getroot()
+        except (OSError, ET.ParseError):
+            failed += 1
+            continue
+        for suite in [root] if root.tag == "testsuite" else root.iter("testsuite"):
+            total, errs = int(suite.get("tests", 0)), int(suite.get("errors", 0))
+            fails, skips = int(suite.get("failures", 0)), int(suite.get("skipped", 0))
+            passed += total - errs - fails - skips
+            failed += errs + fails
+            skipped += skips
+    return passed, failed, skipped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(sel.reasons) > 40:
         print(f"  ... and {len(sel.reasons) - 40} more path(s)")
 
+    for stale in JUNIT_DIR.glob("phase-*.xml"):
+        stale.unlink()
     phases: list[Phase] = []
     gates = [("lint", ["make", "--no-print-directory", "lint"]), ("unit", _pytest("tests/unit"))]
     for name, cmd in gates:
@@ -216,6 +246,8 @@ def _finish(phases: list[Phase], sel: Selection, files: dict[str, list[str]], wh
         }
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(record, indent=2) + "\n")
+    passed, failed, skipped = junit_counts(sorted(JUNIT_DIR.glob("phase-*.xml")))
+    print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
     return next((p.code for p in phases if p.code != 0), 0)
 
 

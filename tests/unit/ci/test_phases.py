@@ -146,3 +146,12 @@ def test_the_budget_projects_goldens_by_harnesses_and_scenarios() -> None:
     grown_rest = 30 + 120 * 20 / 12
     assert every == pytest.approx(grown_rest + 120 * 17 * 20 / 12)
     assert one == pytest.approx(grown_rest + 120 * 20 / 12)
+
+
+def test_the_closing_count_sums_every_phase_and_an_unreadable_file_is_a_failure(tmp_path: Path) -> None:
+    (tmp_path / "phase-01.xml").write_text(
+        '<testsuites><testsuite tests="5" failures="1" errors="1" skipped="1"/></testsuites>'
+    )
+    (tmp_path / "phase-02.xml").write_text('<testsuite tests="3" failures="0" errors="0" skipped="0"/>')
+    (tmp_path / "phase-03.xml").write_text("not xml")
+    assert phases.junit_counts(sorted(tmp_path.glob("phase-*.xml"))) == (5, 3, 1)
