@@ -195,7 +195,8 @@ def _audit_episode(
                 elif rollout_format == "atif":
                     # The saved rollout.json is not what is audited here: drop the copy so nothing reads it by mistake.
                     dest.rollout.unlink(missing_ok=True)
-                    rollout, why = read_atif_rollout(src, harness_name)
+                    # Read from the audit's copy, as every other reader: link-free, capped, what the summary hashes.
+                    rollout, why = read_atif_rollout(dest.root, harness_name)
                     if rollout is not None:
                         write_json(dest.rollout, rollout)
                     result["normalize"] = {"status": "ok" if rollout is not None else "error", "message": why}

@@ -15,6 +15,7 @@ from typing import Any
 
 from orchestrator.evidence import Fault, FormatError, fragment_faults, validate
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES
+from orchestrator.runtime.tarstream import MAX_TREE_DEPTH
 
 __all__ = ["MAX_SOURCE_FILES", "TreeHashes", "walk", "write_audit_record"]
 
@@ -37,7 +38,7 @@ def walk(root: Path) -> Iterator[tuple[str, str]]:
     """(path relative to root, sha256) of every regular file below root, sorted by path as strings sort.
 
     Links and special files are named (`not-a-file:<mode>`), never followed, opened or read; a file over the read
-    cap is named by size and time.
+    cap is named by size and time; a folder deeper than MAX_TREE_DEPTH is named (`<path>/`), not entered.
     """
     for rel, mode, folder, name in _files(root):
         yield rel, (_digest(folder, name)[0] if mode == stat.S_IFREG else f"not-a-file:{mode:o}")
@@ -58,6 +59,12 @@ def _files(root: Path) -> Iterator[tuple[str, int, int, str]]:
         while stack:
             fd, prefix, entries = stack[-1]
             for name, mode in entries:
+                if mode == stat.S_IFDIR and len(stack) > MAX_TREE_DEPTH:
+                    # Past the collection's depth cap (which no run's copy goes beyond) a folder is named, not
+                    # entered: the walk holds one descriptor a level, and the common limit is 1,024. Named with its
+                    # slash, it keeps the place in path order its contents would have had.
+                    yield prefix + name + "/", mode, fd, name
+                    continue
                 if mode == stat.S_IFDIR:
                     sub = os.open(name, _O_DIR, dir_fd=fd)
                     stack.append((sub, prefix + name + "/", iter(_entries(sub))))

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +17,7 @@ from orchestrator.atif.write import rollout_to_atif
 from orchestrator.evidence import FormatError, load_json
 from orchestrator.output import make_output
 from orchestrator.records import Rollout
-from orchestrator.runtime.collect import Collection
+from orchestrator.runtime.collect import MAX_TREE_DEPTH, Collection, CollectLimits
 
 __all__ = ["ATIF_NAME", "ExportResult", "export_atif", "find_atif", "read_atif_rollout"]
 
@@ -25,12 +29,37 @@ _EVIDENCE = ("scenario.json", "witness.jsonl", "runtime.json", "markers", "scena
 
 
 def find_atif(episode: Path) -> Path | None:
-    """The episode's trajectory.json (an export), else the one its harness wrote into native/, else None."""
-    if (episode / ATIF_NAME).is_file():
+    """The episode's trajectory.json (an export), else the first in path order its harness wrote into native/, else
+    None. No link is followed (a linked trajectory.json or native/ is not one), and the search is bounded as the
+    collection is: at most MAX_TREE_DEPTH folders deep and the collection's file count, walked without recursion."""
+    if _is(episode / ATIF_NAME, stat.S_ISREG):
         return episode / ATIF_NAME
     native = episode / "native"
-    found = sorted(p for p in native.rglob(ATIF_NAME) if p.is_file()) if native.is_dir() else []
-    return found[0] if found else None
+    if not _is(native, stat.S_ISDIR):
+        return None
+    found: list[Path] = []
+    pending, seen = [(native, 0)], 0
+    while pending and seen <= CollectLimits.max_files:
+        folder, depth = pending.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = list(islice(entries, CollectLimits.max_files + 1 - seen))
+        except OSError:
+            continue
+        seen += len(listed)
+        for entry in listed:
+            if entry.is_dir(follow_symlinks=False) and depth < MAX_TREE_DEPTH:
+                pending.append((Path(entry.path), depth + 1))
+            elif entry.name == ATIF_NAME and entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+    return min(found) if found else None
+
+
+def _is(path: Path, kind: Callable[[int], bool]) -> bool:
+    try:
+        return kind(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def read_atif_rollout(episode: Path, harness_name: str) -> tuple[Rollout | None, str | None]:
@@ -91,7 +120,11 @@ def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: st
         for name in _EVIDENCE:
             copied.copy_tree(ep / name, dest / name, name)
         res.skipped += [f"{harness}/{scenario}: {f.path}: {f.reason}" for f in copied.findings]
-        (dest / ATIF_NAME).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        # ASCII: a string the trajectory carries may hold a lone surrogate, which no UTF-8 writer takes; written
+        # whole to a temporary name first, so a failure never leaves a 0-byte trajectory.json.
+        tmp = dest / f".{ATIF_NAME}.tmp"
+        tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=True) + "\n", encoding="ascii")
+        tmp.replace(dest / ATIF_NAME)
         res.written.append(dest / ATIF_NAME)
     return res
 

@@ -12,10 +12,12 @@ from jsonschema import Draft202012Validator
 
 from orchestrator.atif.write import EXTENSION
 from orchestrator.evidence import Fault, FormatError, fragment_faults, schema_path
+from orchestrator.evidence.jsonread import JsonFault, read_json
 
 __all__ = [
     "ATIF_FORMAT",
     "EXTENSION_FORMAT",
+    "MAX_LLM_CALLS",
     "atif_faults",
     "extension_faults",
     "load_atif",
@@ -24,6 +26,10 @@ __all__ = [
 ]
 
 ATIF_FORMAT = "atif/v1"
+# The most LLM calls one trajectory's steps may stand for (`llm_call_count`, summed over it and its subagents): a
+# reader builds a record per call, so a 1 KiB trajectory could ask for 10^15. The cap is the largest rollout the
+# audit is built and benchmarked for (100,000 calls); a collected rollout holding more is over the byte cap anyway.
+MAX_LLM_CALLS = 100_000
 EXTENSION_FORMAT = "probe-atif-extension/v1"
 
 
@@ -86,7 +92,28 @@ def atif_faults(doc: Any) -> list[Fault]:
     ordered = sorted(found, key=lambda f: (f.path, f.message))
     if not ordered and isinstance(doc, dict):
         ordered += _rules(doc, "$")
+        ordered += _call_count(doc)
     return ordered
+
+
+def _call_count(doc: dict[str, Any]) -> list[Fault]:
+    """The calls the trajectory's steps stand for, within MAX_LLM_CALLS (walked without recursion)."""
+    total, pending = 0, [doc]
+    while pending:
+        traj = pending.pop()
+        for step in traj.get("steps") or []:
+            n = step.get("llm_call_count") if isinstance(step, dict) else None
+            total += n if isinstance(n, int) and n > 1 else 1
+        pending += [sub for sub in traj.get("subagent_trajectories") or [] if isinstance(sub, dict)]
+        if total > MAX_LLM_CALLS:
+            return [
+                Fault(
+                    "$.steps[*].llm_call_count",
+                    f"the steps stand for more than {MAX_LLM_CALLS} LLM calls (llm_call_count_cap): "
+                    "more than any rollout this tool reads",
+                )
+            ]
+    return []
 
 
 def extension_faults(doc: dict[str, Any], at: str = "$") -> list[Fault]:
@@ -126,11 +153,13 @@ def validate_atif(doc: Any, what: str = "ATIF trajectory") -> None:
 def load_atif(path: Path) -> dict[str, Any]:
     """Read and validate an ATIF file; a parse error is a FormatError too, never a traceback."""
     try:
-        doc = json.loads(path.read_text())
+        # The strict reader, as for every other evidence file: no link followed, capped, no duplicate key, depth
+        # and integers bounded, no lone surrogate; what it refuses is the writer's fault, named.
+        doc = read_json(path)
     except FileNotFoundError:
         raise FormatError(str(path), [Fault("$", "file does not exist")]) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FormatError(str(path), [Fault("$", f"not JSON: {exc}")]) from None
+    except JsonFault as exc:
+        raise FormatError(str(path), [Fault("$", str(exc))]) from None
     validate_atif(doc, str(path))
     assert isinstance(doc, dict)  # the schema's root is an object
     return doc

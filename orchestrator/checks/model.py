@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.evidence.bulk import gc_paused
+from orchestrator.evidence.text import clean
 
 if TYPE_CHECKING:
     from orchestrator.checks.evidence import Evidence
@@ -136,12 +137,13 @@ def _run_checks(ev: Evidence, scope: Scope, checks: list[Check] | None) -> list[
         try:
             reasons = c.fn(ev)
         except Unverifiable as gap:
-            res.status, res.reasons = Status.NOT_APPLICABLE, [str(gap)]
+            res.status, res.reasons = Status.NOT_APPLICABLE, [clean(str(gap))]
             continue
         except Exception as exc:  # a checker bug must not hide the other checks' verdicts
             reasons = [f"checker error: {type(exc).__name__}: {exc}"]
         if reasons:
-            res.status, res.reasons = Status.FAIL, reasons
+            # Reasons quote harness text (ids, names, file names): made safe here, once, for every sink after us.
+            res.status, res.reasons = Status.FAIL, list(map(clean, reasons))
     return list(results.values())
 
 

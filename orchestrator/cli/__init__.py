@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import signal
 import sys
 import tempfile
@@ -105,6 +106,12 @@ def _root(
 
 def main() -> None:
     install_interrupt_handlers()
+    # A harness's text (a lone surrogate from a non-UTF-8 file name) must never kill the command after its verdicts
+    # are written: what a terminal cannot show is printed as an escape. Reasons are cleaned where they are made;
+    # this is the last guard for every printer.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
         rc = app(standalone_mode=False)
     except (KeyboardInterrupt, click.exceptions.Abort):

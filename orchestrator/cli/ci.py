@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.evidence import validate
+from orchestrator.evidence.text import clean
 from orchestrator.harnesses import HARNESSES
 from orchestrator.resources import checkout_root
 
@@ -138,12 +139,13 @@ def report_command(
     missing_dirs = [d for d in dirs or [] if not d.is_dir()]
     if missing_dirs:
         typer.echo(f"harness-probe: not a directory: {', '.join(map(str, missing_dirs))}", err=True)
-    markdown = render_markdown(rows, artifact_url)
-    typer.echo(markdown, nl=False)
+    # The summaries' text is a harness's: cleaned, and the files written before anything is printed.
+    markdown = clean(render_markdown(rows, artifact_url))
     if output:
-        output.write_text(markdown)
+        output.write_text(markdown, encoding="utf-8")
     if check_json:
-        check_json.write_text(dumps(check_run(rows, markdown)))
+        check_json.write_text(dumps(check_run(rows, markdown)), encoding="utf-8")
+    typer.echo(markdown, nl=False)
     code = exit_code(rows)
     if missing_dirs:
         code = max(code, EXIT_ERROR)

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, build_options, connect
 from orchestrator.errors import EXIT_ERROR
+from orchestrator.evidence.text import clean
 from orchestrator.harnesses import Harness, get_harness
 from orchestrator.output import check_output
 from orchestrator.parallel import default_jobs, parse_shard, shard_slice
@@ -156,5 +157,5 @@ def print_verdicts(res: SuiteResult | AuditResult) -> None:
                 notes.append(f"{where}: {c['id']}: {c['reasons'][0]}{more}")
     console.print(table)
     for note in notes:
-        console.print(f"  ✗ {note}", highlight=False, markup=False)
+        console.print(f"  ✗ {clean(note)}", highlight=False, markup=False)  # harness text: escapes, never raw
     console.print("the check x scenario table: report.md and report.html in the results directory")

@@ -41,6 +41,9 @@ _PAIR = re.compile(rb"\[\]|\{\}")
 # Digits to "0", all else to " ": a run of more digits than an integer may have is then one substring test, in C.
 _DIGITS = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
 _LONG_RUN = b"0" * (MAX_INT_DIGITS + 1)
+# Where a lone surrogate could come from: a \uD800-\uDFFF escape, or its UTF-8-like bytes (json.loads decodes bytes
+# with surrogatepass). Only a text with one of these is walked for a string that is not Unicode text.
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _MISS = object()
 # Lines serialised together in compact_objects' one comparison: large enough that the per-call cost vanishes, small
@@ -234,17 +237,32 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
         if deepest > max_depth:
             raise JsonFault(f"nested {deepest} levels deep (more than {max_depth})")
     try:
-        # Integers are checked by a hook only where a long enough digit run exists (the hook is the only cost
-        # per number that matters on large files); floats and constants are always checked, they are rare.
-        if _LONG_RUN not in raw.translate(_DIGITS):
-            return json.loads(raw, parse_constant=_no_constant, parse_float=_float, object_pairs_hook=_pairs)
-        return json.loads(
-            raw, parse_constant=_no_constant, parse_int=_int, parse_float=_float, object_pairs_hook=_pairs
-        )
+        value = _slow(raw)
     except JsonFault:
         raise
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8
         raise JsonFault(f"not JSON: {exc}") from None
+    if _SURROGATE_HINT.search(raw):
+        _no_lone_surrogate(value)
+    return value
+
+
+def _no_lone_surrogate(value: Any) -> None:
+    """Refuse a string (key or value) holding a lone surrogate: not Unicode text, it breaks every writer after us."""
+    try:
+        # One C pass over the whole value: a lone surrogate is the only thing that does not encode as UTF-8.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise JsonFault(f"a lone surrogate (\\u{ord(bad[0]):04x}) in a string: not Unicode text") from None
+
+
+def _slow(raw: bytes) -> Any:
+    # Integers are checked by a hook only where a long enough digit run exists (the hook is the only cost
+    # per number that matters on large files); floats and constants are always checked, they are rare.
+    if _LONG_RUN not in raw.translate(_DIGITS):
+        return json.loads(raw, parse_constant=_no_constant, parse_float=_float, object_pairs_hook=_pairs)
+    return json.loads(raw, parse_constant=_no_constant, parse_int=_int, parse_float=_float, object_pairs_hook=_pairs)
 
 
 def _open_regular(path: Path | str, max_bytes: int, dir_fd: int | None = None) -> tuple[int, os.stat_result]:

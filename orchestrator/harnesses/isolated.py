@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from orchestrator.evidence.jsonread import MAX_DEPTH, JsonFault, read_json
+from orchestrator.evidence.text import clean
 from orchestrator.harnesses.base import Harness, NormalizeError
 from orchestrator.records import Rollout
 
@@ -191,4 +192,7 @@ def _child(target: str, options: str, memory: int, read_order: Callable[[], str]
     else:
         Path(out).write_text(text)
         return
+    # A message may quote a native file name that is not UTF-8 (a lone surrogate): escaped, so the parent's strict
+    # reader takes it and shows it.
+    result["message"] = clean(result["message"])
     Path(out).write_text(json.dumps(result))

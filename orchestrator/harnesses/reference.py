@@ -39,6 +39,11 @@ MODES: dict[str, str] = {
     # Attacks on the witness and the proxy's memory (tests/integration/test_hostile_witness.py).
     "hostile-body-flood": "send 24 request bodies of 16 MiB first (to fill the witness)",
     "hostile-chunked-body": "stream one 1.5 GiB chunked request body first (to fill the proxy's memory)",
+    # Hostile modes (tests/integration/test_hostile_readers.py): attacks on the readers after collection.
+    "hostile-surrogate": "a lone surrogate in the rollout, non-UTF-8 file names in native/",
+    "hostile-atif-calls": "a trajectory.json whose one step stands for 10^15 LLM calls",
+    "hostile-atif-strict": "a trajectory.json with a duplicate key and a huge integer; a linked one",
+    "hostile-deep-tree": "the rollout moved 1,100 folders deep",
 }
 PROTOCOLS = ("chat", "responses", "messages")
 # Per HTTP request: a withheld reply makes the SDK give up and retry well within the episode.

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
+
+from orchestrator.evidence.text import clean
 
 __all__ = [
     "GROUPS",
@@ -39,19 +40,6 @@ LEGEND: tuple[tuple[str | None, str], ...] = (
     ("not_applicable", "not applicable (outside the scenario's declared scope)"),
     (None, "not run (episode skipped or never checked)"),
 )
-
-# Characters XML 1.0 cannot carry and terminals' escape sequences: harness output is full of them.
-_UNPRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def _escape(m: re.Match[str]) -> str:
-    code = ord(m.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def clean(text: str) -> str:
-    """Make text safe for every report format: control characters and lone surrogates become escapes."""
-    return _UNPRINTABLE.sub(_escape, text)
 
 
 def shorten(text: str, limit: int = 300) -> str:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.runtime.tarstream import BLOCK, CHUNK, O_DIR, O_NEW, Finding, Stop, unpack
+from orchestrator.runtime.tarstream import BLOCK, CHUNK, MAX_TREE_DEPTH, O_DIR, O_NEW, Finding, Stop, unpack
 
-__all__ = ["CollectLimits", "Collection", "Finding"]
+__all__ = ["MAX_TREE_DEPTH", "CollectLimits", "Collection", "Finding"]
 
 MAX_FINDINGS = 200  # a harness that plants a million links gets one line saying how many were left off
 # The folder a copy starts from (and the one it lands in) is named by the caller and may be reached by a link.
@@ -103,11 +103,15 @@ class Collection:
             os.close(folder)
 
     def _copy_node(
-        self, folder: int, name: str, into: int | Path, dest_name: str, where: str, counted: bool = True
+        self, folder: int, name: str, into: int | Path, dest_name: str, where: str, counted: bool = True, depth: int = 0
     ) -> None:
         try:
             st = os.stat(name, dir_fd=folder, follow_symlinks=False)
         except FileNotFoundError:
+            return
+        if depth > MAX_TREE_DEPTH:
+            # The collection's one depth cap: the recursion below (two descriptors a level) stays bounded with it.
+            self.note(Finding("too_deep", where[:500], f"more than {MAX_TREE_DEPTH} folders deep; not copied"))
             return
         if self.remaining_seconds() <= 0:
             raise Stop("time_cap", where, f"collection time cap ({self.limits.seconds:g}s) reached")
@@ -128,7 +132,7 @@ class Collection:
                     dest_dir = os.open(dest_name, O_DIR, dir_fd=dest)
                     try:
                         for child in sorted(os.listdir(src_dir)):
-                            self._copy_node(src_dir, child, dest_dir, child, f"{where}/{child}")
+                            self._copy_node(src_dir, child, dest_dir, child, f"{where}/{child}", depth=depth + 1)
                     finally:
                         os.close(dest_dir)
                 finally:

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Protocol
 
-__all__ = ["BLOCK", "CHUNK", "O_DIR", "O_NEW", "Budget", "Finding", "Stop", "unpack"]
+from orchestrator.evidence.text import clean
+
+__all__ = ["BLOCK", "CHUNK", "MAX_TREE_DEPTH", "O_DIR", "O_NEW", "Budget", "Finding", "Stop", "unpack"]
+
+# The one depth cap of a collected folder tree (path components below what is copied): real logs nest under a dozen;
+# a tree 1,000 deep breaks every later reader (recursion, one descriptor per level), so it is not collected past
+# this, and the run records it as a finding.
+MAX_TREE_DEPTH = 64
 
 BLOCK = 512
 MAX_HEADER_DATA = 64 * 1024  # pax and GNU long-name records: real ones are a few hundred bytes
@@ -39,7 +46,8 @@ class Finding:
     reason: str
 
     def to_json(self) -> dict[str, str]:
-        return {"kind": self.kind, "path": self.path, "reason": self.reason}
+        # A path from the archive may be any bytes (surrogate escapes): written as escapes, never raw.
+        return {"kind": self.kind, "path": clean(self.path), "reason": clean(self.reason)}
 
 
 class Stop(Exception):
@@ -182,6 +190,9 @@ class _Extractor:
         data_len = size + _padded(size) if info.type not in (tarfile.DIRTYPE, *_SKIPPED) else 0
         if parts is None:
             budget.note(Finding("unsafe_name", where, "absolute name or `..` in the archive; not copied"))
+            self._skip(data_len, where)
+        elif len(parts) > MAX_TREE_DEPTH:
+            budget.note(Finding("too_deep", where[:500], f"more than {MAX_TREE_DEPTH} folders deep; not copied"))
             self._skip(data_len, where)
         elif info.type in _SKIPPED:
             kind, why = _SKIPPED[info.type]

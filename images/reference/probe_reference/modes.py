@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from probe_reference import hostile_bodies, hostile_files
+from probe_reference import hostile_bodies, hostile_files, hostile_readers
 from probe_reference.hostile_sandbox import burn_cpu, escape_attempts, fork_bomb
 from probe_reference.progress import say
 from probe_reference.rollout import ModelCall, Rollout
@@ -212,6 +212,7 @@ MODES: dict[str, Mode] = {
             "stream one 1.5 GiB chunked request body first (to fill the proxy's memory)",
             before_first_call=lambda _dir: hostile_bodies.chunked_body(),
         ),
+        *(Mode(name, summary, after_write=act) for name, summary, act in hostile_readers.AFTER_WRITE),
     )
 }
 

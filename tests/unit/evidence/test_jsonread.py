@@ -286,7 +286,7 @@ def test_non_canonical_texts_are_still_read_strictly() -> None:
     wide = b"[" + b",".join([b"[1]"] * 300) + b"]"  # 301 brackets, 2 levels: measured by the indented layout
     assert _fast_path_takes(wide) and len(loads(wide)) == 300
     assert not _fast_path_takes(b'{"a":1}\n') and loads(b'{"a":1}\n') == {"a": 1}
-    assert not _fast_path_takes(b'["\\ud800"]') and loads(b'["\\ud800"]') == ["\ud800"]  # a lone surrogate
+    assert not _fast_path_takes(b'["\\ud800"]')  # a lone surrogate: the strict reader refuses it (below)
     assert not _fast_path_takes(b'["\\u00E9"]') and loads(b'["\\u00E9"]') == ["é"]  # upper-case hex
     assert _fast_path_takes(b'["\\u00e9"]')
 
@@ -306,3 +306,24 @@ def test_read_chunks_refuses_a_file_grown_past_the_cap_while_read(tmp_path: Path
     (tmp_path / "link").symlink_to(path)
     with pytest.raises(JsonFault, match="cannot be opened safely"):
         next(read_chunks(tmp_path / "link", 1000, 4))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'["\\ud800"]',  # an escape
+        b'{"\\udc80": 1}',  # in a key
+        b'["\xed\xa0\x80"]',  # its UTF-8-like bytes, which json.loads decodes with surrogatepass
+        b'{"a": [1, "x\\uDBFF"]}',  # upper-case, a high surrogate with no low one after it
+        b'["\\udc00\\ud800"]',  # a low then a high: no pair
+    ],
+)
+def test_a_lone_surrogate_is_a_named_fault(text: bytes) -> None:
+    with pytest.raises(JsonFault, match=r"a lone surrogate \(\\ud[89a-f][0-9a-f]{2}\) in a string: not Unicode text"):
+        loads(text)
+
+
+def test_surrogate_pairs_and_escaped_backslashes_are_still_text() -> None:
+    assert loads(b'["\\ud83d\\ude00"]') == ["\U0001f600"]  # a pair is one astral character
+    assert loads(b'["\\\\ud800"]') == ["\\ud800"]  # an escaped backslash, then plain letters
+    assert loads('["\ud83d\ude00"]'.encode("utf-16", "surrogatepass").decode("utf-16")) == ["\U0001f600"]

@@ -103,6 +103,7 @@ def test_every_misreporting_mode_is_covered() -> None:
         "hostile-network", "hostile-cpu", "hostile-fork", "hostile-version",
         "hostile-files", "hostile-sparse", "hostile-marker", "hostile-deep-body",
         "hostile-body-flood", "hostile-chunked-body",
+        "hostile-surrogate", "hostile-atif-calls", "hostile-atif-strict", "hostile-deep-tree",
     }  # fmt: skip
     assert set(MODES) == {"honest", "hang", *EDITS, *HOSTILE}
 
