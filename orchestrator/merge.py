@@ -13,11 +13,27 @@ from typing import Any
 from orchestrator.errors import InputError
 from orchestrator.evidence import FormatError, load_json, validate
 from orchestrator.output import check_output, make_output, write_json
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES
 from orchestrator.paths import RunPaths
 from orchestrator.report import report_run
+from orchestrator.runtime.collect import Collection, CollectLimits
 from orchestrator.scenarios import list_scenarios
 
-__all__ = ["IncompleteShard", "InconsistentShards", "MergeError", "MergeResult", "OverlappingShards", "merge_runs"]
+__all__ = [
+    "IncompleteShard",
+    "InconsistentShards",
+    "MergeError",
+    "MergeResult",
+    "OverlappingShards",
+    "UnsafeShard",
+    "merge_runs",
+]
+
+# One episode folder: what its collection may have copied, the files the run wrote beside it (a rollout as large
+# as the JSON reader takes, results, reports), and time enough for it on a slow disk.
+_EPISODE_LIMITS = CollectLimits(
+    max_bytes=CollectLimits.max_bytes + 2 * MAX_FILE_BYTES, max_files=CollectLimits.max_files + 100, seconds=3600.0
+)
 
 
 class MergeError(InputError, ValueError):
@@ -30,6 +46,10 @@ class OverlappingShards(MergeError):
 
 class InconsistentShards(MergeError):
     """Inputs that did not measure the same thing: profile, version, scenario, image or option differs."""
+
+
+class UnsafeShard(MergeError):
+    """An input holds what no run writes: a link, a device, a FIFO, an over-cap or too-deep file."""
 
 
 class IncompleteShard(MergeError):
@@ -156,13 +176,27 @@ def merge_runs(sources: list[Path], output: Path) -> MergeResult:
         raise
 
 
+def _copy_episode(shard: Path, where: str, src: Path, dest: Path) -> None:
+    """Copy one episode folder as the audit copies evidence: regular files and folders only, never through a link,
+    a device or a FIFO, no sparse file made dense, within one episode's caps. A run's own output never holds
+    anything else (its collection copied none of it), so anything else is a shard changed since: refused, named."""
+    copied = Collection(_EPISODE_LIMITS)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    copied.copy_tree(src, dest, where, counted=False)
+    if copied.findings:
+        first = copied.findings[0]
+        more = len(copied.findings) - 1 + copied.findings_dropped
+        also = f" (and {more} more)" if more else ""
+        raise UnsafeShard(f"{shard}: {first.path}: {first.kind}: {first.reason}{also}")
+
+
 def _write(output: Path, suite: dict[str, Any], ordered: list[_Source]) -> MergeResult:
     write_json(RunPaths(output).suite, suite)
     results = []
     for s in ordered:
         for h, sc in s.episodes:
             src, dest = RunPaths(s.path).episode(h, sc).root, RunPaths(output).episode(h, sc).root
-            shutil.copytree(src, dest, symlinks=True)
+            _copy_episode(s.path, f"{h}/{sc}", src, dest)
             try:
                 results.append(load_json(dest / "scenario_result.json", "scenario-result/v1"))
             except FormatError as exc:  # valid when read a moment ago: the input changed while it was merged

@@ -143,6 +143,7 @@ class _Extractor:
         self.root = root
         self.base = base
         self.top = top
+        self.too_deep: set[tuple[str, ...]] = set()
 
     def where(self, name: str) -> str:
         # Plain concatenation: an absolute or `..` name is shown as the archive gave it, not resolved.
@@ -192,7 +193,10 @@ class _Extractor:
             budget.note(Finding("unsafe_name", where, "absolute name or `..` in the archive; not copied"))
             self._skip(data_len, where)
         elif len(parts) > MAX_TREE_DEPTH:
-            budget.note(Finding("too_deep", where[:500], f"more than {MAX_TREE_DEPTH} folders deep; not copied"))
+            # One finding for the folder past the cap, not one per member below it.
+            if parts[: MAX_TREE_DEPTH + 1] not in self.too_deep:
+                self.too_deep.add(parts[: MAX_TREE_DEPTH + 1])
+                budget.note(Finding("too_deep", where[:500], f"more than {MAX_TREE_DEPTH} folders deep; not copied"))
             self._skip(data_len, where)
         elif info.type in _SKIPPED:
             kind, why = _SKIPPED[info.type]

@@ -299,3 +299,19 @@ def test_a_file_grown_past_the_cap_while_copied_is_cut_at_the_cap(
     assert (tmp_path / "dest" / "log").read_bytes() == data[:150_000]
     assert c.copied == 150_000
     assert _kinds(c) == [("over_cap_file", "src/log")]
+
+
+def test_a_tree_past_the_depth_cap_is_one_finding_and_not_copied(tmp_path: Path) -> None:
+    from orchestrator.runtime.collect import MAX_TREE_DEPTH
+
+    deep = "/".join(["d"] * 1100)
+    kept = "/".join(["k"] * MAX_TREE_DEPTH)  # the negative control: a file exactly at the cap is copied
+    members = [_member("/".join(["d"] * n), tarfile.DIRTYPE) for n in range(1, 1101)]
+    data = _tar(*members, _member(f"{deep}/rollout.json", data=b"{}"), _member(kept, data=b"at the cap"))
+    c = Collection()
+    c.extract(_chunks(data, 1 << 16), tmp_path, "/p")
+    [finding] = c.findings
+    assert finding.kind == "too_deep" and finding.path.endswith("/" + "/".join(["d"] * (MAX_TREE_DEPTH + 1)))
+    assert f"more than {MAX_TREE_DEPTH} folders deep" in finding.reason
+    assert (tmp_path / kept).read_bytes() == b"at the cap"
+    assert not any(p.name == "rollout.json" for p in tmp_path.rglob("*"))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestrator.evidence import load_json
-from orchestrator.merge import IncompleteShard, InconsistentShards, OverlappingShards, merge_runs
+from orchestrator.merge import IncompleteShard, InconsistentShards, OverlappingShards, UnsafeShard, merge_runs
+from orchestrator.runtime.collect import MAX_TREE_DEPTH
 from orchestrator.report import build_summary, summary_bytes, without_timestamps
 from tests.unit.report.conftest import checks, make_suite, result, write_run
 
@@ -142,14 +144,67 @@ def test_an_input_broken_while_it_is_merged_leaves_no_output(tmp_path: Path, mon
     import orchestrator.merge as merge_mod
 
     one, two = _shard(tmp_path, 1, 2), _shard(tmp_path, 2, 2)
-    copy = merge_mod.shutil.copytree
+    copy = merge_mod._copy_episode
 
-    def copy_then_break(src: Path, dest: Path, **kw: Any) -> Any:
-        made = copy(src, dest, **kw)
+    def copy_then_break(shard: Path, where: str, src: Path, dest: Path) -> None:
+        copy(shard, where, src, dest)
         (Path(dest) / "scenario_result.json").write_text("{}")
-        return made
 
-    monkeypatch.setattr(merge_mod.shutil, "copytree", copy_then_break)
+    monkeypatch.setattr(merge_mod, "_copy_episode", copy_then_break)
     with pytest.raises(IncompleteShard, match="changed while it was merged"):
         merge_runs([one, two], tmp_path / "merged")
     assert not (tmp_path / "merged").exists()
+
+
+def _plant_fifo(ep: Path) -> str:
+    os.mkfifo(ep / "native" / "pipe")
+    return r"hermes/tool_failure/native/pipe: fifo: not a file or folder"
+
+
+def _plant_link(ep: Path) -> str:
+    (ep / "native" / "passwd").symlink_to("/etc/passwd")
+    return r"hermes/tool_failure/native/passwd: symlink: .*'/etc/passwd'"
+
+
+def _plant_sparse(ep: Path) -> str:
+    with (ep / "native" / "sparse.bin").open("wb") as f:
+        f.truncate(100 << 30)  # costs nothing to make; 100 GiB written dense
+    return r"hermes/tool_failure/native/sparse.bin: over_cap_file: 107374182400 bytes"
+
+
+def _plant_deep(ep: Path) -> str:
+    fd = os.open(ep / "native", os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1200):  # by descriptor: the path is longer than PATH_MAX
+        os.mkdir("d", dir_fd=fd)
+        fd, old = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        os.close(old)
+    os.close(fd)
+    return rf"too_deep: more than {MAX_TREE_DEPTH} folders deep"
+
+
+def _plant_linked_episode(ep: Path) -> str:
+    outside = ep.parent.parent.parent / "outside-episode"
+    ep.rename(outside)
+    ep.symlink_to(outside, target_is_directory=True)
+    return r"hermes/tool_failure: symlink: .*outside-episode"
+
+
+@pytest.mark.parametrize("plant", [_plant_fifo, _plant_link, _plant_sparse, _plant_deep, _plant_linked_episode])
+def test_what_no_run_writes_is_refused_by_name_and_nothing_is_left(tmp_path: Path, plant: Any) -> None:
+    one = _shard(tmp_path, 1, 2)
+    ep = one / "hermes" / "tool_failure"
+    (ep / "native").mkdir(exist_ok=True)
+    (ep / "native" / "log.txt").write_text("kept")
+    match = plant(ep)
+    with pytest.raises(UnsafeShard, match=match):
+        merge_runs([one, _shard(tmp_path, 2, 2)], tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()
+
+
+def test_a_plain_native_folder_is_copied_whole(tmp_path: Path) -> None:
+    # The negative control of the refusals above: files and folders only, merged as they were.
+    one = _shard(tmp_path, 1, 2)
+    (one / "hermes" / "tool_failure" / "native" / "a" / "b").mkdir(parents=True)
+    (one / "hermes" / "tool_failure" / "native" / "a" / "b" / "log.txt").write_text("kept")
+    merge_runs([one, _shard(tmp_path, 2, 2)], tmp_path / "merged")
+    assert (tmp_path / "merged" / "hermes" / "tool_failure" / "native" / "a" / "b" / "log.txt").read_text() == "kept"
