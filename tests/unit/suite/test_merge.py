@@ -11,8 +11,8 @@ import pytest
 
 from orchestrator.evidence import load_json
 from orchestrator.merge import IncompleteShard, InconsistentShards, OverlappingShards, UnsafeShard, merge_runs
-from orchestrator.runtime.collect import MAX_TREE_DEPTH
 from orchestrator.report import build_summary, summary_bytes, without_timestamps
+from orchestrator.runtime.collect import MAX_TREE_DEPTH
 from tests.unit.report.conftest import checks, make_suite, result, write_run
 
 T0, T1 = "2025-01-01T12:00:00.000Z", "2025-01-01T12:30:00.000Z"
