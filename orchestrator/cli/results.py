@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from orchestrator.evidence import FormatError, load_json
+from orchestrator.evidence import FormatError, load_json, validate
+from orchestrator.evidence.jsonread import JsonFault, loads, read_bytes
 from orchestrator.paths import is_plain_name
 from orchestrator.resources import checkout_root
 
@@ -23,6 +25,26 @@ REPO_ROOT = checkout_root() or Path.cwd()
 DOCS = REPO_ROOT / "docs" / "results"
 # What a page is rendered from: small enough to commit, enough to regenerate the page and the matrix.
 _SAVED = ("summary.json", "suite.json")
+
+
+def _read_plain(root: Path, parts: tuple[str, ...]) -> bytes:
+    """A file below root, each folder on the way and the file itself reached without following a link."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                why = f"{part} is not a folder reached without a link ({exc.strerror})"
+                raise JsonFault(f"{'/'.join(parts)}: {why}") from None
+            os.close(fd)
+            fd = nxt
+        try:
+            return read_bytes(parts[-1], dir_fd=fd)
+        except JsonFault as exc:
+            raise JsonFault(f"{'/'.join(parts)}: {exc}") from None
+    finally:
+        os.close(fd)
 
 
 def _write(path: Path, text: str) -> None:
@@ -79,17 +101,31 @@ def publish(
     if harness not in probed or not runtimes:
         typer.echo(f"harness-probe: the run has no episode of {harness!r} (it probed: {', '.join(probed)})", err=True)
         raise typer.Exit(2)
+    # Every file is read before anything is removed, each a regular file reached without a link (no host file
+    # lands in the repository through a planted link): a refusal leaves the saved results as they were.
+    try:
+        saved = {name: _read_plain(run_dir, (name,)) for name in _SAVED}
+        runtime = _read_plain(run_dir, runtimes[0].relative_to(run_dir).parts)
+        for name, fmt in (("suite.json", "suite/v1"), ("summary.json", "probe-summary/v1")):
+            validate(loads(saved[name]), fmt, name)
+        loads(runtime)  # JSON, strictly read: what the page renders from
+    except (JsonFault, FormatError) as exc:
+        typer.echo(f"harness-probe: {exc}", err=True)
+        raise typer.Exit(2) from None
     dest = DOCS / "runs" / harness
+    if os.path.islink(dest):
+        typer.echo(f"harness-probe: {dest} is a link; not replaced", err=True)
+        raise typer.Exit(2)
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    for name in _SAVED:
-        shutil.copy2(run_dir / name, dest / name)
+    for name, data in saved.items():
+        (dest / name).write_bytes(data)
     if (run_dir / "audit.json").is_file():
         # The run was re-checked offline: say so on the page (the source paths in it are not kept).
         (dest / "audited").write_text("re-checked offline by `harness-probe audit` with the current checks\n")
     (dest / harness).mkdir()
-    shutil.copy2(runtimes[0], dest / harness / "runtime.json")
+    (dest / harness / "runtime.json").write_bytes(runtime)
     _render(harness)
     matrix()
 

@@ -63,3 +63,43 @@ def test_render_of_a_harness_with_no_saved_run_names_the_saved_ones(docs: Path) 
     assert "no saved run of 'nope'" in res.output and "(saved: reference)" in res.output
     res = CliRunner().invoke(app, ["results", "render", "reference"])  # its summary.json is no summary
     assert res.exit_code == 2 and "the saved run of 'reference' cannot be read" in res.output
+
+
+def _hermes_saved(docs: Path) -> None:
+    (docs / "runs" / "hermes").mkdir(parents=True)
+    (docs / "runs" / "hermes" / "summary.json").write_text('{"saved": "earlier"}')
+
+
+@pytest.mark.parametrize("plant", ["suite.json", "summary.json", "runtime.json", "episode"])
+def test_a_linked_file_is_refused_and_nothing_saved_is_lost(docs: Path, tmp_path: Path, plant: str) -> None:
+    _hermes_saved(docs)
+    run = _run(tmp_path)
+    host = tmp_path / "host-secret.json"
+    host.write_text('{"secret": "root:x:0:0"}')
+    if plant == "episode":
+        ep = run / "hermes" / "tool_success"
+        ep.rename(tmp_path / "outside-episode")
+        ep.symlink_to(tmp_path / "outside-episode", target_is_directory=True)
+    else:
+        target = run / (f"hermes/tool_success/{plant}" if plant == "runtime.json" else plant)
+        real = target.read_bytes()
+        target.unlink()
+        host.write_bytes(real)  # the same content: only the link is wrong
+        target.symlink_to(host)
+    before = _tree(docs)
+    res = CliRunner().invoke(app, ["results", "publish", str(run), "-H", "hermes"])
+    assert res.exit_code == 2, res.output
+    assert "links are not followed" in res.output or "without a link" in res.output, res.output
+    assert _tree(docs) == before
+
+
+def test_a_plain_run_is_published(docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The negative control of the refusals above.
+    monkeypatch.setattr(results_cli, "_render", lambda harness: None)
+    monkeypatch.setattr(results_cli, "matrix", lambda: None)
+    _hermes_saved(docs)
+    run = _run(tmp_path)
+    res = CliRunner().invoke(app, ["results", "publish", str(run), "-H", "hermes"])
+    assert res.exit_code == 0, res.output
+    assert (docs / "runs" / "hermes" / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
+    assert (docs / "runs" / "hermes" / "hermes" / "runtime.json").is_file()
