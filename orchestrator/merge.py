@@ -16,7 +16,7 @@ from orchestrator.output import check_output, make_output, write_json
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES
 from orchestrator.paths import RunPaths
 from orchestrator.report import report_run
-from orchestrator.runtime.collect import Collection, CollectLimits
+from orchestrator.runtime.collect import MAX_TREE_DEPTH, Collection, CollectLimits
 from orchestrator.scenarios import list_scenarios
 
 __all__ = [
@@ -182,7 +182,8 @@ def _copy_episode(shard: Path, where: str, src: Path, dest: Path) -> None:
     anything else (its collection copied none of it), so anything else is a shard changed since: refused, named."""
     copied = Collection(_EPISODE_LIMITS)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    copied.copy_tree(src, dest, where, counted=False)
+    # native/ holds what the run collected, up to the collection's depth cap below it.
+    copied.copy_tree(src, dest, where, counted=False, max_depth=MAX_TREE_DEPTH + 1)
     if copied.findings:
         first = copied.findings[0]
         more = len(copied.findings) - 1 + copied.findings_dropped

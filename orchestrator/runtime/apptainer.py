@@ -34,6 +34,14 @@ from orchestrator.runtime.apptainer_cmd import (
     holder_command,
     sif_name,
 )
+from orchestrator.runtime.apptainer_guard import (
+    CGROUPS_ENV,
+    UnsafePath,
+    child_environment,
+    private_folder,
+    record_sif,
+    verified_sif,
+)
 from orchestrator.runtime.apptainer_pods import cleanup_apptainer_pods, write_pod_file
 from orchestrator.runtime.collect import Collection
 from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST, PodSpec
@@ -93,6 +101,7 @@ class ApptainerProcess:
         # Own session: a kill reaches Apptainer's starter and everything below it.
         self._proc = subprocess.Popen(
             self._argv,
+            env=child_environment(os.environ),  # no host APPTAINER_BIND(PATH) or APPTAINERENV_* reaches the pod
             stdin=subprocess.DEVNULL,
             stdout=self._log.file,
             stderr=subprocess.STDOUT,
@@ -180,8 +189,17 @@ class ApptainerPod:
         return self._harness
 
     def limits(self) -> dict[str, Any]:
-        not_enforced = "not enforced by Apptainer without cgroup delegation"
-        harness: dict[str, Any] = {"memory": not_enforced, "cpus": not_enforced, "pids": not_enforced, "network": "pod"}
+        spec = self._spec.harness
+        if os.environ.get(CGROUPS_ENV) == "1":
+            harness: dict[str, Any] = {
+                "memory": spec.mem_limit,
+                "cpus": spec.cpus,
+                "pids": spec.pids_limit,
+                "network": "pod",
+            }
+        else:
+            not_enforced = f"not enforced (cgroups v2 delegation not declared: {CGROUPS_ENV}=1)"
+            harness = {"memory": not_enforced, "cpus": not_enforced, "pids": not_enforced, "network": "pod"}
         harness["writable"] = {
             p: f"host directory, size {s} not enforced" for p, s in sorted(self._spec.writable.items())
         }
@@ -200,6 +218,7 @@ class ApptainerRuntime:
         self.apptainer = binary
         self.sif_cache = sif_cache
         self.work_root = work_root
+        self._verified: set[str] = set()  # tags whose SIF this process checked (the cache is this user's alone)
         if archives is None:
             raise ApptainerUnavailable(
                 "the apptainer runtime needs image archives: `harness-probe images export proxy reference -o DIR` "
@@ -216,8 +235,7 @@ class ApptainerRuntime:
 
     def run_once(self, spec: ContainerSpec, timeout: float) -> tuple[int | None, bytes]:
         """A version probe: the image alone, in a pod of its own (loopback only), killed at the deadline."""
-        self.work_root.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=self.work_root))
+        work = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=self._work_root()))
         holder = subprocess.Popen(holder_command(sys.executable), stdout=subprocess.PIPE, start_new_session=True)
         try:
             if holder.stdout is None or holder.stdout.readline().strip() != b"pod-ready":
@@ -242,10 +260,21 @@ class ApptainerRuntime:
             _end_holder(holder)
             shutil.rmtree(work, ignore_errors=True)
 
+    def _work_root(self) -> Path:
+        """The work root, this user's alone (0700, not a link): a pod's folder in it holds the witness."""
+        try:
+            return private_folder(self.work_root)
+        except UnsafePath as exc:
+            raise ApptainerUnavailable(f"{exc} (set HARNESS_PROBE_APPTAINER_WORK to a folder of your own)") from None
+
     def sweep(self) -> list[str]:
         """Pods whose holder is gone (a killed run): their work directories. A live holder is never touched."""
         removed = []
-        for pod_file in sorted(self.work_root.glob("*/pod.json")) if self.work_root.is_dir() else []:
+        try:
+            private = self.work_root.is_dir() and private_folder(self.work_root) is not None
+        except UnsafePath:
+            private = False  # another user's folder: nothing in it is ours to remove
+        for pod_file in sorted(self.work_root.glob("*/pod.json")) if private else []:
             try:
                 pid = json.loads(pod_file.read_text()).get("holder")
             except (OSError, json.JSONDecodeError, AttributeError):
@@ -260,14 +289,22 @@ class ApptainerRuntime:
     def ensure_sif(self, tag: str) -> Path:
         """The SIF for a content-hash tag: cached, else built from the exported archive that holds that tag."""
         dest = self.sif_cache / sif_name(tag)
-        if dest.is_file():
+        if tag in self._verified:
             return dest
         assert self.image_archives is not None
         manifest = json.loads((self.image_archives / "images.json").read_text())
         entry = next((e for e in manifest["images"].values() if e["tag"] == tag), None)
         if entry is None:
             raise ApptainerUnavailable(f"{self.image_archives}/images.json has no archive for {tag}")
-        self.sif_cache.mkdir(parents=True, exist_ok=True)
+        try:
+            private_folder(self.sif_cache, others_may_read=True)
+        except UnsafePath as exc:
+            raise ApptainerUnavailable(f"{exc} (set HARNESS_PROBE_SIF_CACHE to a folder of your own)") from None
+        # Trusted by what it was built from and its digest, never by its name: a cached SIF is used only when its
+        # record beside it names this image id and archive digest and the SIF still has the digest recorded.
+        if verified_sif(dest, entry):
+            self._verified.add(tag)
+            return dest
         tmp = dest.with_name(f".{dest.name}.part")
         cmd = build_sif_command(self.apptainer, self.image_archives / entry["archive"], tmp)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
@@ -275,6 +312,8 @@ class ApptainerRuntime:
             tmp.unlink(missing_ok=True)
             raise ApptainerUnavailable(f"building {dest.name} failed: {proc.stderr.strip()[-2000:]}")
         os.replace(tmp, dest)
+        record_sif(dest, entry)
+        self._verified.add(tag)
         return dest
 
     def _process(
@@ -305,15 +344,23 @@ class ApptainerRuntime:
         env_file = work / f"{role}.env"
         env_file.write_text(env_file_text(spec.environment))
         command = [*(spec.entrypoint or []), *(spec.command or [])]
+        cgroups = os.environ.get(CGROUPS_ENV) == "1"
         exec_spec = ExecSpec(
-            self.ensure_sif(spec.image), command, binds, env_file, spec.working_dir, use_entrypoint=not spec.entrypoint
+            self.ensure_sif(spec.image),
+            command,
+            binds,
+            env_file,
+            spec.working_dir,
+            use_entrypoint=not spec.entrypoint,
+            memory=spec.mem_limit if cgroups else None,
+            cpus=spec.cpus if cgroups else None,
+            pids=spec.pids_limit if cgroups else None,
         )
         return ApptainerProcess(f"{spec.name}", exec_command(self.apptainer, holder, exec_spec), work, mapped)
 
     @contextmanager
     def pod(self, spec: PodSpec) -> Iterator[ApptainerPod]:
-        self.work_root.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=self.work_root))
+        work = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=self._work_root()))
         with ExitStack() as stack:
             stack.callback(shutil.rmtree, work, True)
             (work / "etc").mkdir()

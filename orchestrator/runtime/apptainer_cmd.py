@@ -18,6 +18,7 @@ from pathlib import Path
 
 __all__ = [
     "LOOPBACK_UP",
+    "NO_MOUNT",
     "Bind",
     "ExecSpec",
     "build_sif_command",
@@ -41,6 +42,8 @@ while True:
     time.sleep(3600)
 """
 
+# Apptainer's --no-mount values (its launcher's setNoMountFlags): every configured bind path, hostfs, cwd.
+NO_MOUNT = "bind-paths,hostfs,cwd"
 _TAG = re.compile(r"^harness-probe/(?P<name>[a-z0-9-]+):(?P<hash>[0-9a-f]{16})$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -90,6 +93,11 @@ class ExecSpec:
     # `run` starts the image's entrypoint (Docker's ENTRYPOINT + the command as its arguments); `exec` runs the
     # command itself, for a spec that names its own entrypoint.
     use_entrypoint: bool = True
+    # cgroup limits (--memory, --cpus, --pids-limit): only where cgroups v2 are delegated to the user, without
+    # which Apptainer refuses to start (apptainer_guard.CGROUPS_ENV).
+    memory: str | None = None
+    cpus: float | None = None
+    pids: int | None = None
 
 
 def join_command(holder_pid: int) -> list[str]:
@@ -121,7 +129,17 @@ def exec_command(apptainer: str, holder_pid: int, spec: ExecSpec) -> list[str]:
         "--cleanenv",
         "--no-home",
         "--no-privs",
+        # The administrator's `bind path` entries of apptainer.conf (a cluster binds the user's data there,
+        # read-write), the host file systems and the working folder: none is mounted.
+        "--no-mount",
+        NO_MOUNT,
     ]
+    if spec.memory is not None:
+        cmd += ["--memory", spec.memory]
+    if spec.cpus is not None:
+        cmd += ["--cpus", f"{spec.cpus:g}"]
+    if spec.pids is not None:
+        cmd += ["--pids-limit", str(spec.pids)]
     if spec.writable_tmpfs:
         cmd.append("--writable-tmpfs")
     if spec.workdir:

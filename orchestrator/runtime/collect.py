@@ -83,35 +83,47 @@ class Collection:
         finally:
             os.close(root)
 
-    def copy_tree(self, src: Path, dest: Path, where: str, counted: bool = True) -> None:
+    def copy_tree(
+        self, src: Path, dest: Path, where: str, counted: bool = True, max_depth: int = MAX_TREE_DEPTH
+    ) -> None:
         """Copy a saved file or folder as extract() would: regular files and folders only, never through a link.
 
         Below src and dest every entry is reached by name from its folder's descriptor (O_NOFOLLOW): no path is
         resolved again per file (a folder may hold 100,000), and a folder swapped for a link is not entered.
         `counted=False`: src itself is not counted as a file (what is below it is), as a run counted neither a log
         that save_log wrote (its bytes only) nor the folder it made to extract native logs into.
+        `max_depth`: how many folders deep below src (the collection's one cap, plus the levels above what a run
+        collected when src holds it: an episode folder holds native/).
         """
         try:
             folder = os.open(src.parent, _O_PARENT)
         except FileNotFoundError:
             return
         try:
-            self._copy_node(folder, src.name, dest.parent, dest.name, where, counted)
+            self._copy_node(folder, src.name, dest.parent, dest.name, where, counted, max_depth=max_depth)
         except Stop as stop:
             self.note(stop.finding)
         finally:
             os.close(folder)
 
     def _copy_node(
-        self, folder: int, name: str, into: int | Path, dest_name: str, where: str, counted: bool = True, depth: int = 0
+        self,
+        folder: int,
+        name: str,
+        into: int | Path,
+        dest_name: str,
+        where: str,
+        counted: bool = True,
+        depth: int = 0,
+        max_depth: int = MAX_TREE_DEPTH,
     ) -> None:
         try:
             st = os.stat(name, dir_fd=folder, follow_symlinks=False)
         except FileNotFoundError:
             return
-        if depth > MAX_TREE_DEPTH:
+        if depth > max_depth:
             # The collection's one depth cap: the recursion below (two descriptors a level) stays bounded with it.
-            self.note(Finding("too_deep", where[:500], f"more than {MAX_TREE_DEPTH} folders deep; not copied"))
+            self.note(Finding("too_deep", where[:500], f"more than {max_depth} folders deep; not copied"))
             return
         if self.remaining_seconds() <= 0:
             raise Stop("time_cap", where, f"collection time cap ({self.limits.seconds:g}s) reached")
@@ -132,7 +144,15 @@ class Collection:
                     dest_dir = os.open(dest_name, O_DIR, dir_fd=dest)
                     try:
                         for child in sorted(os.listdir(src_dir)):
-                            self._copy_node(src_dir, child, dest_dir, child, f"{where}/{child}", depth=depth + 1)
+                            self._copy_node(
+                                src_dir,
+                                child,
+                                dest_dir,
+                                child,
+                                f"{where}/{child}",
+                                depth=depth + 1,
+                                max_depth=max_depth,
+                            )
                     finally:
                         os.close(dest_dir)
                 finally:

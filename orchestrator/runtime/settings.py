@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -9,6 +10,8 @@ from pathlib import Path
 
 __all__ = ["RuntimeSettings"]
 
+
+_APPTAINER_WORK = f"harness-probe-apptainer-{os.getuid()}"
 
 @dataclass(frozen=True)
 class RuntimeSettings:
@@ -26,7 +29,9 @@ class RuntimeSettings:
     home: Path = field(default_factory=Path.home)
     image_archives: Path | None = None
     sif_cache: Path = field(default_factory=lambda: Path.home() / ".cache" / "harness-probe" / "sif")
-    apptainer_work: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "harness-probe-apptainer")
+    # One per user, and used only when it is that user's alone (apptainer_guard.private_folder): a shared temp
+    # folder another user made could hold a swapped witness.
+    apptainer_work: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / _APPTAINER_WORK)
 
     @property
     def docker_host(self) -> str | None:
@@ -64,7 +69,7 @@ class RuntimeSettings:
             archives = Path(env["HARNESS_PROBE_IMAGE_ARCHIVES"])
         home = Path(env["HOME"]) if env.get("HOME") else Path.home()
         cache = Path(env.get("XDG_CACHE_HOME") or home / ".cache") / "harness-probe" / "sif"
-        work = Path(tempfile.gettempdir()) / "harness-probe-apptainer"
+        work = Path(tempfile.gettempdir()) / _APPTAINER_WORK
         return cls(
             runtime=runtime or None,
             runtime_from=named_by,

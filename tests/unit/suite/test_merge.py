@@ -179,7 +179,7 @@ def _plant_deep(ep: Path) -> str:
         fd, old = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
         os.close(old)
     os.close(fd)
-    return rf"too_deep: more than {MAX_TREE_DEPTH} folders deep"
+    return rf"too_deep: more than {MAX_TREE_DEPTH + 1} folders deep"
 
 
 def _plant_linked_episode(ep: Path) -> str:
