@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from orchestrator.evidence import Fault, FormatError, validate
+from orchestrator.evidence.jsonread import loads
 from orchestrator.resources import scenarios_dir
 
 SCENARIOS_DIR = scenarios_dir()
@@ -95,6 +96,29 @@ def _semantic_faults(data: dict[str, Any], path: Path) -> list[Fault]:
     return found
 
 
+MAX_SCENARIO_BYTES = 1 << 20  # the largest scenario is under 2 KiB
+MAX_SCENARIO_DEPTH = 32  # and nests under 8
+
+
+def _within_budget(text: bytes, path: Path) -> None:
+    """Refuse what makes a small file large once loaded: an alias (103 KiB of them are 9,000,000 tool calls),
+    nesting past MAX_SCENARIO_DEPTH (50,000 levels are a RecursionError), a file over MAX_SCENARIO_BYTES. Read
+    as events, which hold no tree: nothing is built before the budget holds."""
+    if len(text) > MAX_SCENARIO_BYTES:
+        raise FormatError(str(path), [Fault("$", f"{len(text)} bytes, more than {MAX_SCENARIO_BYTES}")])
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            mark = event.start_mark
+            raise FormatError(str(path), [Fault("$", f"line {mark.line + 1}: YAML anchors and aliases are refused")])
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_SCENARIO_DEPTH:
+                raise FormatError(str(path), [Fault("$", f"nested more than {MAX_SCENARIO_DEPTH} levels deep")])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def load_scenario(ref: str | Path) -> Scenario:
     """A scenario by name (from scenarios/) or by path; FormatError names every fault by JSONPath."""
     path = Path(ref)
@@ -105,9 +129,16 @@ def load_scenario(ref: str | Path) -> Scenario:
         raise FormatError(str(ref), [Fault("$", f"no such scenario (known: {known})")])
     text = path.read_bytes()
     try:
+        _within_budget(text, path)
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise FormatError(str(path), [Fault("$", f"not YAML: {exc}")]) from None
+    try:
+        # The strict JSON reader's rules, as for every other input: no NaN or infinity, no integer past 40 digits
+        # (YAML's `.nan` and 60-digit numbers load, and only the audit would refuse them, after the run).
+        loads(json.dumps(raw, allow_nan=False))
+    except (ValueError, TypeError) as exc:  # JsonFault, NaN/Infinity, a value JSON has no form for (a date)
+        raise FormatError(str(path), [Fault("$", f"not a scenario's data: {exc}")]) from None
     validate(raw, "probe-scenario/v1", str(path))
     data = _fill_defaults(raw)
     semantic = _semantic_faults(data, path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -98,6 +99,17 @@ def _owners(path: str, harnesses: Iterable[str], images: Mapping[str, str], pare
     return owners
 
 
+def normalise(raw: str) -> str | None:
+    """A changed path as the patterns name it: `./`, `//` and `..` resolved lexically (`docs/../orchestrator/x`
+    is `orchestrator/x`, not documentation); None for an empty line. A path leading out of the repository is
+    kept as given, so it selects all, as an unknown path does."""
+    text = raw.strip()
+    if not text:
+        return None
+    path = posixpath.normpath(text)
+    return text if path.startswith("../") or path == ".." or path.startswith("/") else path
+
+
 def select(
     paths: Iterable[str],
     harnesses: Iterable[str],
@@ -115,8 +127,8 @@ def select(
     everything = False
     reasons: dict[str, str] = {}
     for raw in paths:
-        path = raw.strip().removeprefix("./")
-        if not path:
+        path = normalise(raw)
+        if path is None:
             continue
         owners = _owners(path, names, images, parents)
         if owners:
@@ -136,7 +148,17 @@ def select(
 
 def changed_paths(base: str, repo: Path) -> list[str]:
     """Paths changed between the merge base of `base` and HEAD; a rename counts as both its old and new path."""
-    cmd = ["git", "-C", str(repo), "diff", "--name-only", "--no-renames", f"{base}...HEAD"]
+    # A base is a revision, never an option (`--base=--output=F` would make git write a file): checked as one by
+    # git itself, after `--end-of-options`, and only then used.
+    if not base or base.startswith("-"):
+        raise GitError(f"--base {base!r} is not a revision")
+    verify = ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "--end-of-options", f"{base}^{{commit}}"]
+    try:
+        if subprocess.run(verify, capture_output=True, timeout=60, check=False).returncode != 0:
+            raise GitError(f"--base {base!r} is not a revision of {repo}")
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed") from exc
+    cmd = ["git", "-C", str(repo), "diff", "--name-only", "--no-renames", "--end-of-options", f"{base}...HEAD", "--"]
     try:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=60)
     except FileNotFoundError as exc:
@@ -144,3 +166,12 @@ def changed_paths(base: str, repo: Path) -> list[str]:
     except subprocess.CalledProcessError as exc:
         raise GitError(f"git diff against {base!r} failed: {exc.stderr.strip()}") from exc
     return [ln for ln in out.stdout.splitlines() if ln.strip()]
+
+
+def read_change_list(data: bytes, where: str) -> list[str]:
+    """A change list's lines; one that is not UTF-8 is a named GitError, not an internal error."""
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise GitError(f"{where}: line {line} is not UTF-8 (byte {exc.object[exc.start]:#04x})") from None

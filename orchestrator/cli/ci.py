@@ -56,7 +56,7 @@ def select_command(
     """Print the harnesses to probe as JSON (ci-selection/v1): harness files select that harness, shared code
     and dependencies select all, documentation selects none. With neither --base nor --changed-file nor --all,
     paths are read from stdin."""
-    from orchestrator.ci.select import GitError, changed_paths, image_parents, select  # loaded on use
+    from orchestrator.ci.select import GitError, changed_paths, image_parents, read_change_list, select  # on use
 
     repo = repo or checkout_root() or Path.cwd()
     paths: list[str] = []
@@ -67,11 +67,14 @@ def select_command(
             paths = changed_paths(base, repo)
         except GitError as exc:
             raise _fail(str(exc)) from None
-    elif changed_file:
-        for listing in changed_file:
-            paths += listing.read_text().splitlines()
     else:
-        paths = sys.stdin.read().splitlines()
+        try:
+            for listing in changed_file or []:
+                paths += read_change_list(listing.read_bytes(), str(listing))
+            if not changed_file:
+                paths = read_change_list(sys.stdin.buffer.read(), "stdin")
+        except GitError as exc:
+            raise _fail(str(exc)) from None
     sel = select(paths, HARNESSES, images=_harness_images(), parents=image_parents(repo))
     if all_harnesses:
         sel.harnesses, sel.all = sorted(HARNESSES), True

@@ -9,7 +9,10 @@ FROM). A plugin that cannot be imported or breaks the contract is reported and s
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -127,12 +130,53 @@ def _check_image(cls: type[Harness]) -> None:
         raise PluginError(f"image name {cls.image!r} is a built-in image; name the plugin's image differently")
 
 
+PLUGIN_IMPORT_SECONDS = 30.0
+_PLUGIN_OK = "harness-probe: plugin imported"
+# Run in a child: the import, the attribute, then the marker; only a child that prints it imported cleanly.
+_TRIAL = (
+    "import importlib, sys\n"
+    "getattr(importlib.import_module(sys.argv[1]), sys.argv[2])\n"
+    "print(sys.argv[3], flush=True)\n"
+)
+_TRIED: dict[str, str | None] = {}  # target -> why its trial import failed (None: it imported cleanly)
+
+
+def _trial_import(entry: HarnessEntry, module: str, attr: str) -> None:
+    """Import a plugin first in a child bound by a deadline: an import that raises BaseException, calls
+    os._exit(0) or never returns is refused by name, and never runs in this process."""
+    if entry.target not in _TRIED:
+        _TRIED[entry.target] = _trial(entry, module, attr)
+    why = _TRIED[entry.target]
+    if why is not None:
+        raise PluginError(why)
+
+
+def _trial(entry: HarnessEntry, module: str, attr: str) -> str | None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    argv = [sys.executable, "-c", _TRIAL, module, attr, _PLUGIN_OK]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=PLUGIN_IMPORT_SECONDS, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return f"importing {entry.target} did not finish in {PLUGIN_IMPORT_SECONDS:g}s"
+    if proc.returncode != 0 or proc.stdout.strip().splitlines()[-1:] != [_PLUGIN_OK]:
+        last = (proc.stderr.strip().splitlines() or ["no error output"])[-1][:300]
+        return f"importing {entry.target} did not complete (exit {proc.returncode}): {last}"
+    return None
+
+
 def load_entry(entry: HarnessEntry) -> type[Harness]:
     """Import an adapter class and check the contract; PluginError says what is wrong (never a traceback)."""
     module, _, attr = entry.target.partition(":")
+    if not entry.builtin:
+        try:
+            _trial_import(entry, module, attr)
+        except PluginError as exc:
+            raise PluginError(f"harness {entry.name!r} ({entry.origin}): {exc}") from None
     try:
         cls = getattr(importlib.import_module(module), attr)
-    except (Exception, SystemExit) as exc:  # a plugin's import may fail in any way; it must not take us down
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a plugin's import may fail in any way; it must not take us down
         raise PluginError(f"harness {entry.name!r} ({entry.origin}): cannot load {entry.target}: {exc!r}") from None
     if entry.builtin:
         return cls  # type: ignore[no-any-return]

@@ -46,6 +46,9 @@ _MODULES = {
     """,
     "raising_plugin": "raise RuntimeError('plugin exploded at import')",
     "exiting_plugin": "import sys\nsys.exit(3)",
+    "base_exception_plugin": "class Boom(BaseException): pass\nraise Boom('not an Exception')",
+    "os_exit_plugin": "import os\nos._exit(0)",
+    "hanging_plugin": "import time\nwhile True: time.sleep(1)",
 }
 
 
@@ -67,10 +70,13 @@ def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[EntryPoint]
         EntryPoint("plain", "good_plugin:NotAHarness", group),
         EntryPoint("raising", "raising_plugin:Anything", group),
         EntryPoint("exiting", "exiting_plugin:Anything", group),
+        EntryPoint("baseexc", "base_exception_plugin:Anything", group),
+        EntryPoint("osexit", "os_exit_plugin:Anything", group),
         EntryPoint("reference", "good_plugin:Good", group),
         EntryPoint("../escapes", "good_plugin:Good", group),
     ]
     monkeypatch.setattr(harnesses, "entry_points", lambda group: [e for e in eps if e.group == group])
+    monkeypatch.setattr(harnesses, "_TRIED", {})  # each test's modules are tried afresh
     return eps
 
 
@@ -104,7 +110,7 @@ def test_a_good_plugin_is_probed_with_its_own_image(plugins: list[EntryPoint], t
         ("steals", "is a built-in image"),
         ("plain", "not a subclass"),
         ("raising", "plugin exploded at import"),
-        ("exiting", r"SystemExit\(3\)"),
+        ("exiting", r"did not complete \(exit 3\)"),
     ],
 )
 def test_a_broken_plugin_is_reported_and_skipped(plugins: list[EntryPoint], name: str, reason: str) -> None:
@@ -130,3 +136,24 @@ def test_harnesses_list_shows_origins_and_reports_broken_plugins(plugins: list[E
     assert not {"misnamed", "noimage", "steals", "plain", "raising", "exiting"} & set(rows)
     for name in ("misnamed", "noimage", "steals", "plain", "raising", "exiting", "reference"):
         assert f"skipped broken harness plugin: {name}" in res.stderr or f"harness {name!r}" in res.stderr, name
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("baseexc", r"did not complete \(exit 1\): .*Boom: not an Exception"),
+        ("osexit", r"did not complete \(exit 0\)"),  # exit 0 without finishing its import
+        ("hangs", r"did not finish in 3s"),
+    ],
+)
+def test_an_import_that_escapes_or_hangs_is_refused_in_a_child(
+    plugins: list[EntryPoint], monkeypatch: pytest.MonkeyPatch, name: str, reason: str
+) -> None:
+    # Only here: every other test would wait out its deadline.
+    plugins.append(EntryPoint("hangs", "hanging_plugin:Anything", harnesses.ENTRY_POINT_GROUP))
+    monkeypatch.setattr(harnesses, "PLUGIN_IMPORT_SECONDS", 3.0)
+    with pytest.raises(KeyError, match=reason):
+        get_harness(name)
+    # `run -H` of such a plugin: a named usage error, never exit 0.
+    res = CliRunner().invoke(app, ["run", "-H", name, "-s", "tool_success", "-o", "/nonexistent/out"])
+    assert res.exit_code != 0 and reason.split(" ")[0].replace("\\", "") in res.output, res.output
