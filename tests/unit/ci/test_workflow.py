@@ -103,3 +103,18 @@ def test_make_probe_folds_failures_into_2(tmp_path: Path, run_code: int, make_co
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert res.returncode == make_code, res.stderr
+
+
+def test_the_job_with_a_write_token_runs_the_base_commits_code_and_installs_are_constrained() -> None:
+    jobs = _wf()["jobs"]
+    report = jobs["report"]
+    assert report["permissions"].get("checks") == "write"
+    checkout = next(s for s in report["steps"] if str(s.get("uses", "")).startswith("actions/checkout@"))
+    assert checkout["with"]["ref"].startswith("${{ github.event.pull_request.base.sha ||")
+    for name, job in jobs.items():
+        for step in job["steps"]:
+            if "pip install" in str(step.get("run", "")):
+                assert "-c .github/constraints.txt" in step["run"], name
+    pins = [ln for ln in (REPO_ROOT / ".github" / "constraints.txt").read_text().splitlines() if ln[:1] not in "#"]
+    assert pins and all("==" in ln for ln in pins)
+    assert any(ln.startswith("orjson==") for ln in pins)
