@@ -120,6 +120,9 @@ def report_command(
 
     Exit code 0: every harness passes; 1: a harness failed a check; 2: a measurement is unavailable (a probe
     exited 2, was cancelled, or left no summary), never a pass.
+
+    The verdicts are the ones each run's summary.json states (strictly read), not judged again from the evidence:
+    `harness-probe audit DIR` re-checks a run's evidence with the current checks.
     """
     from orchestrator.ci.report import check_run, collect, dumps, exit_code, render_markdown  # loaded on use
 

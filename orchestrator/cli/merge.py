@@ -18,7 +18,10 @@ def merge_command(
 
     Refuses overlapping inputs (an episode or shard twice: OverlappingShards), inputs that measured different
     things (profile, harness-probe version, scenario, image id or harness options: InconsistentShards) and
-    unfinished runs (IncompleteShard). Exit code as `run`: 0 pass, 1 a check failed, 2 an error or a missing episode.
+    unfinished runs (IncompleteShard), and shards holding what no run writes (a link, FIFO, device, over-cap or
+    too-deep file: UnsafeShard). Exit code as `run`: 0 pass, 1 a check failed, 2 an error or a missing episode.
+    The summary is rebuilt from each episode's scenario_result.json, whose verdicts are taken as the run wrote
+    them: `harness-probe audit OUTPUT` judges the merged evidence again.
     """
     from orchestrator.merge import merge_runs  # loaded on use: `run` needs none of it
 

@@ -66,7 +66,9 @@ class Owner:
 
 
 def _host_id() -> str:
-    name = socket.gethostname()
+    # The PID namespace is part of "the machine": a pid from another namespace (a container sharing the engine, a
+    # CI job beside another) names another process, so only an owner in ours can be judged dead by its pid.
+    name = f"{socket.gethostname()}{_pid_namespace()}"
     for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
         try:
             mid = Path(path).read_text().strip()
@@ -75,6 +77,16 @@ def _host_id() -> str:
         if mid:
             return f"{name}-{mid[:12]}"
     return name
+
+
+def _pid_namespace() -> str:
+    """`@pidns<inode>` of this process's PID namespace (Linux), else nothing."""
+    try:
+        link = os.readlink("/proc/self/ns/pid")  # `pid:[4026531836]`
+    except OSError:
+        return ""
+    digits = "".join(c for c in link if c.isdigit())
+    return f"@pidns{digits}" if digits else ""
 
 
 def _start_time(pid: int) -> str | None:

@@ -72,3 +72,13 @@ def test_an_interrupt_during_an_engine_step_is_raised_after_it() -> None:
         signal.signal(signal.SIGINT, previous[0])
         signal.signal(signal.SIGTERM, previous[1])
     assert steps == ["created", "nested", "recorded"]
+
+
+def test_an_owner_in_another_pid_namespace_is_never_dead() -> None:
+    here = Owner.this_process()
+    ns = os.readlink("/proc/self/ns/pid")
+    assert f"@pidns{''.join(c for c in ns if c.isdigit())}" in here.host
+    # Same machine name and machine id, another PID namespace: its pid 1 is not ours to judge, gone or not.
+    other = Owner(here.host.replace("@pidns", "@pidns9"), 999_999_999, "1")
+    assert not other.is_dead(here)
+    assert Owner(here.host, 999_999_999, "1").is_dead(here)  # the negative control: ours, and gone
