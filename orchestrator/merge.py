@@ -12,8 +12,8 @@ from typing import Any
 
 from orchestrator.errors import InputError
 from orchestrator.evidence import FormatError, load_json, validate
-from orchestrator.output import check_output, make_output, write_json
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES
+from orchestrator.output import check_output, make_output, write_json
 from orchestrator.paths import RunPaths
 from orchestrator.report import report_run
 from orchestrator.runtime.collect import MAX_TREE_DEPTH, Collection, CollectLimits

@@ -101,7 +101,9 @@ class ApptainerProcess:
         # Own session: a kill reaches Apptainer's starter and everything below it.
         self._proc = subprocess.Popen(
             self._argv,
-            env=child_environment(os.environ),  # no host APPTAINER_BIND(PATH) or APPTAINERENV_* reaches the pod
+            # The process's own environment, scrubbed (not configuration: what every child inherits): no host
+            # APPTAINER_BIND(PATH), APPTAINER_* flag or APPTAINERENV_* variable reaches the pod.
+            env=child_environment(os.environ),
             stdin=subprocess.DEVNULL,
             stdout=self._log.file,
             stderr=subprocess.STDOUT,
@@ -177,7 +179,10 @@ class ApptainerProcess:
 
 
 class ApptainerPod:
-    def __init__(self, proxy: ApptainerProcess, harness: ApptainerProcess, spec: PodSpec) -> None:
+    def __init__(
+        self, proxy: ApptainerProcess, harness: ApptainerProcess, spec: PodSpec, cgroups: bool = False
+    ) -> None:
+        self._cgroups = cgroups
         self._proxy, self._harness, self._spec = proxy, harness, spec
 
     @property
@@ -190,7 +195,7 @@ class ApptainerPod:
 
     def limits(self) -> dict[str, Any]:
         spec = self._spec.harness
-        if os.environ.get(CGROUPS_ENV) == "1":
+        if self._cgroups:
             harness: dict[str, Any] = {
                 "memory": spec.mem_limit,
                 "cpus": spec.cpus,
@@ -211,7 +216,8 @@ class ApptainerRuntime:
 
     name = "apptainer"
 
-    def __init__(self, sif_cache: Path, work_root: Path, archives: Path | None) -> None:
+    def __init__(self, sif_cache: Path, work_root: Path, archives: Path | None, cgroups: bool = False) -> None:
+        self.cgroups = cgroups  # limits are asked of Apptainer only where cgroups are delegated (CGROUPS_ENV)
         binary = shutil.which("apptainer") or shutil.which("singularity")
         if binary is None:
             raise ApptainerUnavailable("apptainer is not installed (see `harness-probe doctor`)")
@@ -344,7 +350,7 @@ class ApptainerRuntime:
         env_file = work / f"{role}.env"
         env_file.write_text(env_file_text(spec.environment))
         command = [*(spec.entrypoint or []), *(spec.command or [])]
-        cgroups = os.environ.get(CGROUPS_ENV) == "1"
+        cgroups = self.cgroups
         exec_spec = ExecSpec(
             self.ensure_sif(spec.image),
             command,
@@ -389,7 +395,7 @@ class ApptainerRuntime:
             write_pod_file(work, spec.labels, holder.pid)
             proxy.start()
             proxy.wait_for_log(spec.ready_log, spec.ready_timeout)
-            yield ApptainerPod(proxy, harness, spec)
+            yield ApptainerPod(proxy, harness, spec, self.cgroups)
 
     def cleanup(self, run_id: str | None = None) -> dict[str, int]:
         """Pods a killed run left: their holder (and so every process in the namespace) and work directory."""

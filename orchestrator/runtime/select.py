@@ -64,7 +64,9 @@ def _podman(settings: RuntimeSettings) -> PodRuntime:
 
 def _apptainer(settings: RuntimeSettings) -> PodRuntime:
     try:
-        return ApptainerRuntime(settings.sif_cache, settings.apptainer_work, settings.image_archives)
+        return ApptainerRuntime(
+            settings.sif_cache, settings.apptainer_work, settings.image_archives, cgroups=settings.apptainer_cgroups
+        )
     except ApptainerUnavailable as exc:
         raise EngineUnavailable(str(exc)) from None
 

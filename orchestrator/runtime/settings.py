@@ -13,6 +13,7 @@ __all__ = ["RuntimeSettings"]
 
 _APPTAINER_WORK = f"harness-probe-apptainer-{os.getuid()}"
 
+
 @dataclass(frozen=True)
 class RuntimeSettings:
     """Everything below the CLI knows about where runtimes are; nothing under orchestrator/runtime/ reads os.environ.
@@ -32,6 +33,8 @@ class RuntimeSettings:
     # One per user, and used only when it is that user's alone (apptainer_guard.private_folder): a shared temp
     # folder another user made could hold a swapped witness.
     apptainer_work: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / _APPTAINER_WORK)
+    # HARNESS_PROBE_APPTAINER_CGROUPS=1: cgroups v2 are delegated to this user, so Apptainer can apply limits.
+    apptainer_cgroups: bool = False
 
     @property
     def docker_host(self) -> str | None:
@@ -80,4 +83,5 @@ class RuntimeSettings:
             image_archives=archives,
             sif_cache=Path(env.get("HARNESS_PROBE_SIF_CACHE") or cache),
             apptainer_work=Path(env.get("HARNESS_PROBE_APPTAINER_WORK") or work),
+            apptainer_cgroups=env.get("HARNESS_PROBE_APPTAINER_CGROUPS") == "1",
         )

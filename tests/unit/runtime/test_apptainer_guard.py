@@ -114,3 +114,8 @@ def test_a_linked_sif_or_record_is_not_trusted(tmp_path: Path) -> None:
     sif.rename(real)
     sif.symlink_to(real)
     assert not verified_sif(sif, ENTRY)
+
+
+def test_cgroup_limits_are_asked_for_only_where_declared() -> None:
+    assert not RuntimeSettings.from_environ({}).apptainer_cgroups
+    assert RuntimeSettings.from_environ({"HARNESS_PROBE_APPTAINER_CGROUPS": "1"}).apptainer_cgroups
