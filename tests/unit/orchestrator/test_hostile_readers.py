@@ -22,7 +22,7 @@ from orchestrator.atif.files import find_atif
 from orchestrator.atif.validate import MAX_LLM_CALLS
 from orchestrator.audit import audit
 from orchestrator.checks.model import REGISTRY, run_checks
-from orchestrator.cli.run import _print_table
+from orchestrator.cli.run import print_verdicts
 from orchestrator.evidence import FormatError
 from orchestrator.evidence.text import clean
 from orchestrator.report import build_summary, summary_bytes, write_reports
@@ -74,7 +74,7 @@ def test_every_report_and_the_run_table_take_lone_surrogates(tmp_path: Path, mon
     # run's table, printed to a strict UTF-8 stream (a CI log): no UnicodeEncodeError after the verdicts.
     out = io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
-    _print_table(SimpleNamespace(results=run.results))  # type: ignore[arg-type]
+    print_verdicts(SimpleNamespace(results=run.results))  # type: ignore[arg-type]
     sys.stdout.flush()
     printed = out.getvalue().decode("utf-8")
     assert "normalize: cannot read log-\\udcff\\udcfe.txt\\ud800" in printed
