@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from orchestrator.cli.run import parse_harness_args
@@ -28,6 +29,7 @@ def audit_command(
         str,
         typer.Option(
             "--rollout-format",
+            click_type=click.Choice(["probe", "atif"]),
             help="probe: read each episode's rollout.json; atif: read its ATIF trajectory.json (an export, or the "
             "one the harness wrote in native/) and check it against the witness.",
         ),
@@ -53,6 +55,8 @@ def audit_command(
 
     Writes scenario_result.json per episode, summary.json, report.md, report.html and junit.xml into OUTPUT.
     Exit code 0: every P0 gate passes; 1: a check failed; 2: an input error or an input changed while read.
+
+    Example: harness-probe audit out/ -o audited/
     """
     from orchestrator.audit import audit  # loaded on use: `run` needs none of it
 

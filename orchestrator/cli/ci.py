@@ -54,7 +54,10 @@ def select_command(
 ) -> None:
     """Print the harnesses to probe as JSON (ci-selection/v1): harness files select that harness, shared code
     and dependencies select all, documentation selects none. With neither --base nor --changed-file nor --all,
-    paths are read from stdin."""
+    paths are read from stdin.
+
+    Example: harness-probe ci select --base origin/main
+    """
     from orchestrator.ci.select import GitError, changed_paths, image_parents, select  # loaded on use
 
     repo = repo or checkout_root() or Path.cwd()
@@ -116,6 +119,8 @@ def report_command(
 
     Exit code 0: every harness passes; 1: a harness failed a check; 2: a measurement is unavailable (a probe
     exited 2, was cancelled, or left no summary), never a pass.
+
+    Example: harness-probe ci report out/
     """
     from orchestrator.ci.report import check_run, collect, dumps, exit_code, render_markdown  # loaded on use
 

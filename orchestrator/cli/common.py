@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from orchestrator.images import BuildOptions, default_extra_ca
@@ -29,6 +30,7 @@ Runtime = Annotated[
     typer.Option(
         "--runtime",
         envvar="HARNESS_PROBE_RUNTIME",
+        click_type=click.Choice(list(RUNTIMES)),  # named in help and offered by completion
         help=(
             f"Container runtime: {', '.join(RUNTIMES)}. A named runtime (this, or DOCKER_HOST for docker, "
             "CONTAINER_HOST for podman) that does not answer is an error; with none named, docker then podman, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from orchestrator.evidence import FormatError
@@ -16,9 +17,11 @@ _VERSIONS = ("ATIF-v1.7", "ATIF-v1.8")
 def export_command(
     run: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A run (or audit) directory.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="New directory for the exported files.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Output format: atif.")] = "atif",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", click_type=click.Choice(["atif"]), help="Output format.")
+    ] = "atif",
     atif_version: Annotated[
-        str, typer.Option("--atif-version", help="ATIF-v1.8 (default) or ATIF-v1.7.")
+        str, typer.Option("--atif-version", click_type=click.Choice(list(_VERSIONS)), help="The ATIF version written.")
     ] = "ATIF-v1.8",
 ) -> None:
     """Write OUTPUT/<harness>/<scenario>/trajectory.json (ATIF) for every episode with a rollout.json.
@@ -28,6 +31,8 @@ def export_command(
     the same evidence as the run.
     Facts ATIF has no field for (failed attempts, HTTP statuses, response ids, exit codes, gaps) are kept under
     `extra.harness_probe`. Exit code 0: all written; 2: an input error.
+
+    Example: harness-probe export --format atif out/ -o atif/
     """
     from orchestrator.atif import export_atif  # loaded on use: `run` needs none of it
     from orchestrator.audit import find_episodes

@@ -19,6 +19,8 @@ def merge_command(
     Refuses overlapping inputs (an episode or shard twice: OverlappingShards), inputs that measured different
     things (profile, harness-probe version, scenario, image id or harness options: InconsistentShards) and
     unfinished runs (IncompleteShard). Exit code as `run`: 0 pass, 1 a check failed, 2 an error or a missing episode.
+
+    Example: harness-probe merge shard1/ shard2/ -o merged/
     """
     from orchestrator.merge import merge_runs  # loaded on use: `run` needs none of it
 

@@ -61,7 +61,10 @@ def publish(
     run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")],
     harness: Annotated[str, typer.Option("--harness", "-H", help="The harness whose results to publish.")],
 ) -> None:
-    """Save the run's summary into docs/results/runs/HARNESS/ and render docs/results/HARNESS.md and the matrix."""
+    """Save the run's summary into docs/results/runs/HARNESS/ and render docs/results/HARNESS.md and the matrix.
+
+    Example: harness-probe results publish out/ -H reference
+    """
     if not (run_dir / "summary.json").is_file():
         typer.echo(f"harness-probe: {run_dir} has no summary.json (an interrupted run certifies nothing)", err=True)
         raise typer.Exit(2)
@@ -96,13 +99,19 @@ def publish(
 
 @app.command("render")
 def render(harness: Annotated[str, typer.Argument(help="A harness with a saved run in docs/results/runs/.")]) -> None:
-    """Regenerate docs/results/HARNESS.md from its saved run."""
+    """Regenerate docs/results/HARNESS.md from its saved run.
+
+    Example: harness-probe results render reference
+    """
     _render(harness)
 
 
 @app.command("matrix")
 def matrix() -> None:
-    """Regenerate docs/results/README.md: every probed harness x evidence label E1-E10."""
+    """Regenerate docs/results/README.md: every probed harness x evidence label E1-E10.
+
+    Example: harness-probe results matrix
+    """
     from orchestrator.report.results import label_matrix
 
     summaries: dict[str, dict[str, Any]] = {}
