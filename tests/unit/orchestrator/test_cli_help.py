@@ -40,7 +40,7 @@ def test_the_root_help_has_an_example_and_count_flags() -> None:
     assert "Example: harness-probe run" in out
     for flag in ("--verbose", "--quiet"):
         line = next(line for line in out.splitlines() if flag in line)
-        assert "INTEGER" not in line and "-vv" in line or "-qq" in line, line
+        assert "INTEGER" not in line and ("-vv" in line or "-qq" in line), line
 
 
 @pytest.mark.parametrize(
