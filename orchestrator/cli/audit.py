@@ -8,6 +8,7 @@ from typing import Annotated
 import click
 import typer
 
+from orchestrator.cli.common import say_why
 from orchestrator.cli.run import parse_harness_args
 from orchestrator.harnesses import get_harness
 from orchestrator.runtime.collect import CollectLimits
@@ -58,11 +59,19 @@ def audit_command(
 
     Example: harness-probe audit out/ -o audited/
     """
-    from orchestrator.audit import audit  # loaded on use: `run` needs none of it
+    from orchestrator.audit import atif_export_hint, audit, episode_names  # loaded on use: `run` needs none of it
 
+    if rollout_format == "probe" and harness is None and (hint := atif_export_hint(source)):
+        typer.echo(f"harness-probe: {hint}", err=True)
+        raise typer.Exit(2)
+    skipped: list[str] = []
+    episode_names(source, skipped)
+    for why in skipped:
+        typer.echo(f"skipped {why}", err=True)
     # Input errors (unknown harness, bad option or file, output exists, input changed) are the CLI root's to report.
     h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None
     limits = CollectLimits(max_bytes=collect_max_bytes, max_files=collect_max_files)
     res = audit(source, output, h, rollout_format, limits)
     typer.echo(f"audited {len(res.results)} episode(s): {res.output.resolve()}")
+    say_why(res.output / "summary.json", res.exit_code)
     raise typer.Exit(res.exit_code)

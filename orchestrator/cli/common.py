@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated
@@ -23,6 +24,7 @@ __all__ = [
     "connect",
     "connect_engine",
     "runtime_settings",
+    "say_why",
 ]
 
 Runtime = Annotated[
@@ -101,3 +103,21 @@ def connect_engine(runtime: str | None = None) -> Engine:
         )
         raise typer.Exit(2)
     return engine
+
+
+def say_why(summary: Path, exit_code: int, shown: int = 10) -> None:
+    """An exit 2 with a summary written: name on the terminal what made it an error (summary.json's `errors`)."""
+    if exit_code != 2:
+        return
+    try:
+        errors = [str(e) for e in json.loads(summary.read_text()).get("errors") or []]
+    except (OSError, ValueError, AttributeError):
+        errors = []
+    if not errors:
+        typer.echo(f"harness-probe: exit 2: see {summary}", err=True)
+        return
+    typer.echo(f"harness-probe: exit 2 ({len(errors)} error(s), all in {summary}):", err=True)
+    for line in errors[:shown]:
+        typer.echo(f"  {line}", err=True)
+    if len(errors) > shown:
+        typer.echo(f"  ... and {len(errors) - shown} more", err=True)

@@ -30,12 +30,13 @@ def export_command(
     harness process ended), so `harness-probe audit OUTPUT --rollout-format atif` checks the trajectories against
     the same evidence as the run.
     Facts ATIF has no field for (failed attempts, HTTP statuses, response ids, exit codes, gaps) are kept under
-    `extra.harness_probe`. Exit code 0: all written; 2: an input error.
+    `extra.harness_probe`. Exit code 0: written (an episode without a usable rollout is skipped and named); 2: an
+    input error, or nothing to export.
 
     Example: harness-probe export --format atif out/ -o atif/
     """
     from orchestrator.atif import export_atif  # loaded on use: `run` needs none of it
-    from orchestrator.audit import find_episodes
+    from orchestrator.audit import find_episodes, no_episodes
 
     if fmt != "atif":
         typer.echo(f"harness-probe: unknown export format {fmt!r} (known: atif)", err=True)
@@ -48,7 +49,7 @@ def export_command(
         raise typer.Exit(EXIT_ERROR)
     episodes = find_episodes(run)
     if not episodes:
-        typer.echo(f"harness-probe: no episodes in {run} (expected <harness>/<scenario>/scenario.json)", err=True)
+        typer.echo(f"harness-probe: {run}: {no_episodes(run)}", err=True)
         raise typer.Exit(EXIT_ERROR)
     try:
         res = export_atif(episodes, output, atif_version)
@@ -57,4 +58,14 @@ def export_command(
         raise typer.Exit(EXIT_ERROR) from None
     for why in res.skipped:
         typer.echo(f"skipped {why}", err=True)
+    if not res.written:
+        if output.is_dir() and not any(output.iterdir()):
+            output.rmdir()  # made by this export, and nothing in it
+        # Nothing to show for it is an input error (2), like a folder without episodes; 1 means "a check failed".
+        typer.echo(
+            f"harness-probe: nothing exported: none of the {len(episodes)} episode(s) in {run} has a rollout.json "
+            "that makes an ATIF trajectory (each is named above)",
+            err=True,
+        )
+        raise typer.Exit(EXIT_ERROR)
     typer.echo(f"exported {len(res.written)} trajectory file(s) as {atif_version}: {output.resolve()}")

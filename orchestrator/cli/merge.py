@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.cli.common import say_why
+
 
 def merge_command(
     sources: Annotated[
@@ -26,4 +28,5 @@ def merge_command(
 
     res = merge_runs(sources, output)  # a MergeError or OutputExists is the CLI root's to report, named
     typer.echo(f"merged {len(res.results)} episode(s) from {len(sources)} run(s): {res.output.resolve()}")
+    say_why(res.output / "summary.json", res.exit_code)
     raise typer.Exit(res.exit_code)
