@@ -18,9 +18,35 @@ app = typer.Typer(
     help="Measured results pages under docs/results/ (generated, never hand-written).", no_args_is_help=True
 )
 
-# Published pages belong to the repository; from an installed tool, to the repository in the current directory.
-REPO_ROOT = checkout_root() or Path.cwd()
-DOCS = REPO_ROOT / "docs" / "results"
+# Published pages belong to this project's checkout. An installed tool has none: it refuses rather than write this
+# project's pages into ./docs/results/ of whatever directory it runs in, unless --docs names the folder.
+REPO_ROOT: Path | None = checkout_root()
+DOCS: Path | None = REPO_ROOT / "docs" / "results" if REPO_ROOT else None
+
+DocsDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--docs",
+        file_okay=False,
+        help="The results folder (it holds runs/ and the pages). Default: docs/results/ of this checkout; an "
+        "installed tool has no checkout and needs it.",
+    ),
+]
+
+
+def _docs(docs: Path | None) -> Path:
+    if docs is not None:
+        return docs
+    if DOCS is None:
+        typer.echo(
+            "harness-probe: not run from a harness-probe checkout, so there is no docs/results/ to write; give "
+            "--docs DIR (a folder of results pages of your own)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return DOCS
+
+
 # What a page is rendered from: small enough to commit, enough to regenerate the page and the matrix.
 _SAVED = ("summary.json", "suite.json")
 
@@ -28,7 +54,7 @@ _SAVED = ("summary.json", "suite.json")
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    typer.echo(f"wrote {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
+    typer.echo(f"wrote {path.relative_to(REPO_ROOT) if REPO_ROOT and path.is_relative_to(REPO_ROOT) else path}")
 
 
 def _plain(harness: str) -> str:
@@ -39,12 +65,12 @@ def _plain(harness: str) -> str:
     return harness
 
 
-def _render(harness: str) -> None:
+def _render(harness: str, docs: Path) -> None:
     from orchestrator.report.results import render_results  # loaded on use: `run` needs none of it
 
-    saved = DOCS / "runs" / _plain(harness)
+    saved = docs / "runs" / _plain(harness)
     if not (saved / "summary.json").is_file():
-        known = ", ".join(sorted(p.parent.name for p in (DOCS / "runs").glob("*/summary.json"))) or "none"
+        known = ", ".join(sorted(p.parent.name for p in (docs / "runs").glob("*/summary.json"))) or "none"
         typer.echo(f"harness-probe: no saved run of {harness!r} in {saved.parent} (saved: {known})", err=True)
         raise typer.Exit(2)
     regenerate = f"harness-probe results render {harness}"
@@ -53,13 +79,14 @@ def _render(harness: str) -> None:
     except FormatError as exc:
         typer.echo(f"harness-probe: the saved run of {harness!r} cannot be read: {exc}", err=True)
         raise typer.Exit(2) from None
-    _write(DOCS / f"{harness}.md", page)
+    _write(docs / f"{harness}.md", page)
 
 
 @app.command("publish")
 def publish(
     run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")],
     harness: Annotated[str, typer.Option("--harness", "-H", help="The harness whose results to publish.")],
+    docs_dir: DocsDir = None,
 ) -> None:
     """Save the run's summary into docs/results/runs/HARNESS/ and render docs/results/HARNESS.md and the matrix.
 
@@ -72,6 +99,7 @@ def publish(
         typer.echo(f"harness-probe: {run_dir} has no suite.json (not a run directory)", err=True)
         raise typer.Exit(2)
     # Everything is checked before the saved results are replaced: a wrong run directory loses nothing.
+    docs = _docs(docs_dir)
     _plain(harness)
     try:
         probed = [h["name"] for h in load_json(run_dir / "summary.json", "probe-summary/v1")["harnesses"]]
@@ -82,7 +110,7 @@ def publish(
     if harness not in probed or not runtimes:
         typer.echo(f"harness-probe: the run has no episode of {harness!r} (it probed: {', '.join(probed)})", err=True)
         raise typer.Exit(2)
-    dest = DOCS / "runs" / harness
+    dest = docs / "runs" / harness
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -93,31 +121,35 @@ def publish(
         (dest / "audited").write_text("re-checked offline by `harness-probe audit` with the current checks\n")
     (dest / harness).mkdir()
     shutil.copy2(runtimes[0], dest / harness / "runtime.json")
-    _render(harness)
-    matrix()
+    _render(harness, docs)
+    matrix(docs)
 
 
 @app.command("render")
-def render(harness: Annotated[str, typer.Argument(help="A harness with a saved run in docs/results/runs/.")]) -> None:
+def render(
+    harness: Annotated[str, typer.Argument(help="A harness with a saved run in docs/results/runs/.")],
+    docs_dir: DocsDir = None,
+) -> None:
     """Regenerate docs/results/HARNESS.md from its saved run.
 
     Example: harness-probe results render reference
     """
-    _render(harness)
+    _render(harness, _docs(docs_dir))
 
 
 @app.command("matrix")
-def matrix() -> None:
+def matrix(docs_dir: DocsDir = None) -> None:
     """Regenerate docs/results/README.md: every probed harness x evidence label E1-E10.
 
     Example: harness-probe results matrix
     """
     from orchestrator.report.results import label_matrix
 
+    docs = _docs(docs_dir)
     summaries: dict[str, dict[str, Any]] = {}
-    for saved in sorted((DOCS / "runs").glob("*/summary.json")):
+    for saved in sorted((docs / "runs").glob("*/summary.json")):
         name = saved.parent.name
         runtime = next(iter(sorted(saved.parent.glob(f"{name}/runtime.json"))), None)
         version = json.loads(runtime.read_text())["harness"]["version"] if runtime else None
         summaries[name] = {"summary": json.loads(saved.read_text()), "version": version}
-    _write(DOCS / "README.md", label_matrix(summaries))
+    _write(docs / "README.md", label_matrix(summaries))

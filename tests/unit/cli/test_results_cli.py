@@ -3,6 +3,7 @@ harness name never leads out of docs/results/."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,28 @@ def test_render_of_a_harness_with_no_saved_run_names_the_saved_ones(docs: Path) 
     assert "no saved run of 'nope'" in res.output and "(saved: reference)" in res.output
     res = CliRunner().invoke(app, ["results", "render", "reference"])  # its summary.json is no summary
     assert res.exit_code == 2 and "the saved run of 'reference' cannot be read" in res.output
+
+
+def test_outside_a_checkout_the_results_commands_refuse_unless_given_docs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An installed tool: no checkout, so no docs/results/ of this project to write into.
+    monkeypatch.setattr(results_cli, "REPO_ROOT", None)
+    monkeypatch.setattr(results_cli, "DOCS", None)
+    run = _run(tmp_path)
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    for args in (["publish", str(run), "-H", "hermes"], ["render", "hermes"], ["matrix"]):
+        res = CliRunner().invoke(app, ["results", *args])
+        assert res.exit_code == 2, res.output
+        assert "not run from a harness-probe checkout" in res.output and "--docs DIR" in res.output
+    assert list(cwd.iterdir()) == []
+    mine = tmp_path / "my-results"
+    shipped = Path(__file__).resolve().parents[3] / "docs" / "results" / "runs" / "reference"
+    shutil.copytree(shipped, mine / "runs" / "reference")
+    for args in (["render", "reference"], ["matrix"]):
+        res = CliRunner().invoke(app, ["results", *args, "--docs", str(mine)])
+        assert res.exit_code == 0, res.output
+    assert (mine / "reference.md").is_file() and (mine / "README.md").is_file()
+    assert list(cwd.iterdir()) == []
