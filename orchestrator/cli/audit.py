@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tarfile
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -59,7 +63,40 @@ def audit_command(
 
     Example: harness-probe audit out/ -o audited/
     """
-    from orchestrator.audit import atif_export_hint, audit, episode_names  # loaded on use: `run` needs none of it
+    with contextlib.ExitStack() as stack:
+        source = _published(source, stack)
+        _audit(source, output, harness, harness_arg, rollout_format, collect_max_bytes, collect_max_files)
+
+
+def _published(source: Path, stack: contextlib.ExitStack) -> Path:
+    """A published run (docs/results/runs/HARNESS/: summaries and evidence.tar.gz) unpacked into a temporary run
+    directory; any other source as it is."""
+    from orchestrator.audit import episode_names  # loaded on use: `run` needs none of it
+    from orchestrator.report.published import ARCHIVE, EvidenceError, unpack_evidence
+
+    if episode_names(source) or not (source / ARCHIVE).is_file() or (source / ARCHIVE).is_symlink():
+        return source
+    run = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="harness-probe-published-"))) / "run"
+    try:
+        unpack_evidence(source / ARCHIVE, run)
+    except (EvidenceError, OSError, tarfile.TarError, EOFError) as exc:
+        typer.echo(f"harness-probe: {source / ARCHIVE} cannot be read: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if (source / "suite.json").is_file() and not (source / "suite.json").is_symlink():
+        shutil.copyfile(source / "suite.json", run / "suite.json")
+    return run
+
+
+def _audit(
+    source: Path,
+    output: Path,
+    harness: str | None,
+    harness_arg: list[str] | None,
+    rollout_format: str,
+    collect_max_bytes: int,
+    collect_max_files: int,
+) -> None:
+    from orchestrator.audit import atif_export_hint, audit, episode_names
 
     if rollout_format == "probe" and harness is None and (hint := atif_export_hint(source)):
         typer.echo(f"harness-probe: {hint}", err=True)

@@ -88,7 +88,10 @@ def publish(
     harness: Annotated[str, typer.Option("--harness", "-H", help="The harness whose results to publish.")],
     docs_dir: DocsDir = None,
 ) -> None:
-    """Save the run's summary into docs/results/runs/HARNESS/ and render docs/results/HARNESS.md and the matrix.
+    """Save a run into docs/results/runs/HARNESS/ (summary, evidence); render docs/results/HARNESS.md and the matrix.
+
+    The evidence (every episode's witness, rollout, native logs, scenario, markers and result) goes into one
+    evidence.tar.gz, at most 6 MiB; `harness-probe audit docs/results/runs/HARNESS -o DIR` re-checks it.
 
     Example: harness-probe results publish out/ -H reference
     """
@@ -110,6 +113,13 @@ def publish(
     if harness not in probed or not runtimes:
         typer.echo(f"harness-probe: the run has no episode of {harness!r} (it probed: {', '.join(probed)})", err=True)
         raise typer.Exit(2)
+    from orchestrator.report.published import ARCHIVE, EvidenceError, pack_evidence
+
+    try:
+        evidence = pack_evidence(run_dir, harness)  # before anything saved is replaced: over budget loses nothing
+    except (EvidenceError, OSError) as exc:
+        typer.echo(f"harness-probe: the run's evidence cannot be published: {exc}", err=True)
+        raise typer.Exit(2) from None
     dest = docs / "runs" / harness
     if dest.exists():
         shutil.rmtree(dest)
@@ -121,6 +131,8 @@ def publish(
         (dest / "audited").write_text("re-checked offline by `harness-probe audit` with the current checks\n")
     (dest / harness).mkdir()
     shutil.copy2(runtimes[0], dest / harness / "runtime.json")
+    # Every episode's witness, rollout, native logs and scenario: `harness-probe audit` of dest re-checks them.
+    (dest / ARCHIVE).write_bytes(evidence)
     _render(harness, docs)
     matrix(docs)
 
