@@ -91,7 +91,7 @@ def publish(
     """Save a run into docs/results/runs/HARNESS/ (summary, evidence); render docs/results/HARNESS.md and the matrix.
 
     The evidence (every episode's witness, rollout, native logs, scenario, markers and result) goes into one
-    evidence.tar.gz, at most 6 MiB; `harness-probe audit docs/results/runs/HARNESS -o DIR` re-checks it.
+    evidence.tar.gz, at most 6 MiB; `harness-probe audit docs/results/runs/HARNESS -H HARNESS -o DIR` re-checks it.
 
     Example: harness-probe results publish out/ -H reference
     """
