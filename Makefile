@@ -30,10 +30,17 @@ help:
 	@echo "make cleanup         remove containers/networks/volumes left by crashed runs"
 	@echo "make lock            re-lock images/*/requirements.lock from requirements.in"
 
+# Two stamps: a probe needs the package and its runtime dependencies only; tests, lint, bench and lock add the
+# `test` extra (pytest, mitmproxy, mypy, ruff, the workflow linters, build, twine).
 $(VENV)/.installed: pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "harness-probe needs Python >= 3.12 (mitmproxy 12); install python3.12 or python3.13, or pass PYTHON=/path/to/python" >&2; exit 2; fi
 	@echo "setting up $(VENV) with $(PYTHON)"
 	@[ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	@echo "adding the test extra to $(VENV)"
 	@$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $@
 
@@ -45,16 +52,16 @@ probe: docker-check
 
 # In timed phases (lint, unit, images, integration, each golden); goldens as `ci select` picks them over the changes
 # since .ci/last-landed (every golden when that cannot be told, or with GOLDENS=all). See docs/performance.md.
-test: docker-check
+test: docker-check $(VENV)/.installed-test
 	$(VENV)/bin/python -m tests.phases --record --json probe-out/ci-phases.json
 
-test-unit: $(VENV)/.installed
+test-unit: $(VENV)/.installed-test
 	$(VENV)/bin/pytest tests/unit
 
-test-integration: docker-check
+test-integration: docker-check $(VENV)/.installed-test
 	$(VENV)/bin/pytest tests/integration
 
-test-harnesses: docker-check
+test-harnesses: docker-check $(VENV)/.installed-test
 	$(VENV)/bin/pytest tests/harnesses
 
 images: docker-check
@@ -63,7 +70,7 @@ images: docker-check
 base-image: docker-check
 	$(HP) images build base
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff format --check orchestrator proxy_addons tests images
 	$(VENV)/bin/ruff check orchestrator proxy_addons tests images
 	$(VENV)/bin/mypy
@@ -73,7 +80,7 @@ lint: $(VENV)/.installed
 	@$(MAKE) --no-print-directory dist
 
 # The distribution users install: its metadata must pass twine, and the wheel must carry the data folders.
-dist: $(VENV)/.installed
+dist: $(VENV)/.installed-test
 	rm -rf dist
 	$(VENV)/bin/python -m build --outdir dist .
 	$(VENV)/bin/twine check --strict dist/*
@@ -85,20 +92,23 @@ dist: $(VENV)/.installed
 # Scale targets: an audit of one rollout of 100,000 calls and of 1,000 and 10,000 saved episodes (no engine);
 # then per-episode orchestration overhead on each runtime that answers, beside two bare container starts, and the
 # reference catalogue with --jobs 1 and 2; then the proxy's added latency against a minimal HTTP server.
-bench: $(VENV)/.installed
-	$(VENV)/bin/python -m tests.bench.audit_scale 100000 1000 10000
-	$(VENV)/bin/python -m tests.bench.runtime_overhead
-	$(VENV)/bin/python -m tests.bench.proxy_latency
+# Each part records its figures; the table between the markers of docs/performance.md is rewritten from them.
+bench: $(VENV)/.installed-test
+	@rows=$$(mktemp) && export HARNESS_PROBE_BENCH_ROWS=$$rows \
+	  && $(VENV)/bin/python -m tests.bench.audit_scale 100000 1000 10000 \
+	  && $(VENV)/bin/python -m tests.bench.runtime_overhead \
+	  && $(VENV)/bin/python -m tests.bench.proxy_latency \
+	  && $(VENV)/bin/python -m tests.bench.table $$rows docs/performance.md; rc=$$?; rm -f $$rows; exit $$rc
 	$(VENV)/bin/python -m tests.bench.ci_budget
 
 # docs/images/episode-page.png from a real reference run in a misreporting mode (Docker and chromium).
-screenshot: docker-check
+screenshot: docker-check $(VENV)/.installed-test
 	$(VENV)/bin/python -m tests.bench.episode_screenshot
 
 cleanup: docker-check
 	$(HP) cleanup
 
-lock: $(VENV)/.installed
+lock: $(VENV)/.installed-test
 	@for d in images/*/; do [ -f $$d/requirements.in ] || continue; \
 	  echo "locking $$d"; $(VENV)/bin/uv pip compile --quiet --generate-hashes --python-version 3.13 \
 	  --python-platform linux --custom-compile-command 'make lock' $$d/requirements.in -o $$d/requirements.lock; done

@@ -35,7 +35,16 @@ from orchestrator.verdict import collect_evidence, judge, normalize_native, read
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["AuditResult", "InputChanged", "SavedResults", "audit", "episode_names", "find_episodes"]
+__all__ = [
+    "AuditResult",
+    "InputChanged",
+    "SavedResults",
+    "atif_export_hint",
+    "audit",
+    "episode_names",
+    "find_episodes",
+    "no_episodes",
+]
 
 ROLLOUT_FORMATS = ("probe", "atif")
 
@@ -83,23 +92,50 @@ def _dirs(folder: str) -> list[str]:
     return names
 
 
-def episode_names(source: Path) -> list[tuple[str, str]]:
+def episode_names(source: Path, skipped: list[str] | None = None) -> list[tuple[str, str]]:
     """(harness, scenario) for every `<harness>/<scenario>/` holding a scenario.json and a witness or a rollout.
 
     Only real folders and files count: a link in the source tree is never followed. Plain strings, one harness
     name shared by its episodes: a source of 10,000 episodes must not cost 10,000 Path objects at once.
+    skipped, when given, gets one line per folder that holds part of an episode but not enough, naming what it lacks.
     """
     root = os.fspath(source)
     found = []
     for h in _dirs(root):
         for s in _dirs(os.path.join(root, h)):
             ep = os.path.join(root, h, s)
-            if _is(os.path.join(ep, "scenario.json"), stat.S_IFREG) and (
-                _is(os.path.join(ep, "witness.jsonl"), stat.S_IFREG)
-                or _is(os.path.join(ep, "rollout.json"), stat.S_IFREG)
-            ):
+            scenario = _is(os.path.join(ep, "scenario.json"), stat.S_IFREG)
+            evidence = [f for f in ("witness.jsonl", "rollout.json") if _is(os.path.join(ep, f), stat.S_IFREG)]
+            if scenario and evidence:
                 found.append((h, s))
+            elif skipped is not None and scenario:
+                skipped.append(f"{h}/{s}: it has scenario.json but neither witness.jsonl nor rollout.json")
+            elif skipped is not None and evidence:
+                skipped.append(f"{h}/{s}: it has {' and '.join(evidence)} but no scenario.json")
     return found
+
+
+def atif_export_hint(source: Path) -> str | None:
+    """What to say when an ATIF export is audited as probe rollouts: its episodes hold trajectory.json, no rollout."""
+    episodes = episode_names(source)
+    if not episodes or any(_is(source / h / s / "rollout.json", stat.S_IFREG) for h, s in episodes):
+        return None
+    if not all(_is(source / h / s / "trajectory.json", stat.S_IFREG) for h, s in episodes):
+        return None
+    return (
+        f"{source} holds ATIF trajectories (trajectory.json, an export) and no rollout.json: "
+        f"audit it with --rollout-format atif"
+    )
+
+
+def no_episodes(source: Path) -> str:
+    """Why `source` holds no episode, naming the folders that hold part of one and what each lacks."""
+    skipped: list[str] = []
+    episode_names(source, skipped)
+    expected = (
+        "no episodes found (an episode is <harness>/<scenario>/ with scenario.json and witness.jsonl or rollout.json)"
+    )
+    return expected + ("; " + "; ".join(skipped[:5]) if skipped else "")
 
 
 def find_episodes(source: Path) -> list[tuple[str, str, Path]]:
@@ -280,7 +316,7 @@ def audit(
     # Names only: an episode's folder is source/harness/scenario, made again when needed (10,000 Paths add up).
     episodes = episode_names(source)
     if not episodes:
-        raise FormatError(str(source), [Fault("$", "no episodes found (expected <harness>/<scenario>/scenario.json)")])
+        raise FormatError(str(source), [Fault("$", no_episodes(source))])
     before = TreeHashes(source)
     try:
         code = _audit_all(source, output, episodes, before, harness, rollout_format, limits or CollectLimits())
@@ -314,6 +350,10 @@ def _audit_all(
                     "episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name
                 )
             log.info("auditing", harness=h, scenario=s)
+            if not _is(ep / "witness.jsonl", stat.S_IFREG):
+                # The checks name the copy they read; the user needs the saved folder's missing file.
+                log.warning("the saved episode has no witness: every check that reads the wire fails",
+                            missing=str(ep / "witness.jsonl"))  # fmt: skip
             dest = RunPaths(output).episode(h, s)
             builder.add(_audit_or_error(h, s, ep, dest, suite, harness, rollout_format, limits))
         return _finish(source, output, episodes, before, builder, harness, rollout_format, started)

@@ -16,6 +16,26 @@ class LogFormat(StrEnum):
     json = "json"
 
 
+class _Stderr:
+    """sys.stderr as it is at each write, not as it was when logging was set up.
+
+    The live progress panel (rich's Live) swaps sys.stderr for a proxy that prints each line above the panel and
+    redraws the panel below it; log lines written to the stderr captured at set-up would land inside the panel and
+    be overdrawn by its next refresh."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+STDERR = _Stderr()
+
+
 def configure_logging(fmt: LogFormat, verbosity: int) -> None:
     level = logging.INFO - 10 * verbosity
     level = max(logging.DEBUG, min(logging.ERROR, level))
@@ -33,8 +53,8 @@ def configure_logging(fmt: LogFormat, verbosity: int) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=STDERR),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
     # Third-party chatter (docker SDK, urllib3) only when asked for with -vv.
-    logging.basicConfig(level=logging.WARNING if verbosity < 2 else logging.DEBUG, stream=sys.stderr)
+    logging.basicConfig(level=logging.WARNING if verbosity < 2 else logging.DEBUG, stream=STDERR)

@@ -34,13 +34,18 @@ class Row:
     note: str | None = None
     options: dict[str, str] = field(default_factory=dict)
 
-    def rerun(self) -> str:
+    def rerun(self) -> str | None:
+        """The command that measures this row again, or None when the row names no harness this tool knows."""
+        from orchestrator.harnesses import registry  # loaded on use: only a non-passing row needs it
+
+        if self.harness not in registry():
+            return None
         cmd = ["harness-probe", "run", "-H", self.harness]
         for key, value in sorted(self.options.items()):
             cmd += ["-a", f"{key}={value}"]
         for s in self.scenarios_failed:
             cmd += ["-s", s]
-        if self.runtime not in ("docker", ""):
+        if self.runtime not in ("docker", "", "?"):
             cmd += ["--runtime", self.runtime]
         cmd += ["-o", f"probe-out/{self.harness}-rerun"]
         return shlex.join(cmd)
@@ -138,13 +143,24 @@ def collect(dirs: list[Path], expected: list[str | tuple[str, str]]) -> list[Row
     rows: list[Row] = []
     for d in dirs:
         # A directory named but absent (an artifact that never came) is a measurement unavailable, not silence.
-        rows += read_dir(d) if d.is_dir() else [Row(d.name, "?", "unavailable", d.name, note="no such directory")]
+        rows += read_dir(d) if d.is_dir() else [_absent(d)]
     for want in expected:
         harness, runtime = (want, None) if isinstance(want, str) else want
         if not any(r.harness == harness and runtime in (None, r.runtime) for r in rows):
             why = "no output (the probe job produced nothing)"
             rows.append(Row(harness, runtime or "docker", "unavailable", "-", note=why))
     return sorted(rows, key=lambda r: (r.harness, r.runtime, r.source))
+
+
+# The shipped workflow's artifact name: harness-conformance-<harness>-<runtime>-<run id>-<attempt>.
+_ARTIFACT = re.compile(r"harness-conformance-(?P<harness>.+)-(?P<runtime>docker|podman|apptainer)-\d+-\d+")
+
+
+def _absent(d: Path) -> Row:
+    # An artifact's folder names its harness and runtime, so its row can be rerun; any other name is kept as given.
+    m = _ARTIFACT.fullmatch(d.name)
+    harness, runtime = (m["harness"], m["runtime"]) if m else (d.name, "?")
+    return Row(harness, runtime, "unavailable", d.name, note=f"no such directory: {d}")
 
 
 def exit_code(rows: list[Row]) -> int:
@@ -200,7 +216,12 @@ def render_markdown(rows: list[Row], artifact_url: str | None = None) -> str:
                 artifact_url.replace("{harness}", r.harness).replace("{runtime}", r.runtime).replace("{dir}", r.source)
             )
             lines.append(f"- evidence: [{md_text(r.source, 120)}]({url.replace(' ', '%20').replace(')', '%29')})")
-        lines += ["- rerun locally:", "", "  ```sh", f"  {r.rerun().replace('`', '')}", "  ```", ""]
+        rerun = r.rerun()
+        if rerun is None:
+            lines += [f"- rerun locally: {md_text(r.harness, 80)} is no harness this tool knows (`harness-probe "
+                      "harnesses list` names them); check the directory given", ""]  # fmt: skip
+        else:
+            lines += ["- rerun locally:", "", "  ```sh", f"  {rerun.replace('`', '')}", "  ```", ""]
     lines += [
         "Exit 1 of a probe is a measured non-conformance; exit 2 or a missing summary is *unavailable*, never a pass.",
         "",

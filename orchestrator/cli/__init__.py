@@ -52,7 +52,8 @@ app = typer.Typer(
     cls=_Commands,
     help=(
         "Probe AI agent harnesses in containers: a scripted provider (mitmproxy) plays the model, writes an "
-        "independent witness of every exchange, and checks compare it with what the harness reports."
+        "independent witness of every exchange, and checks compare it with what the harness reports.\n\n"
+        "Example: harness-probe run -H reference -o out/"
     ),
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
@@ -89,8 +90,13 @@ def _root(
             help="human (default) or json lines on stderr. Env: HARNESS_PROBE_LOG_FORMAT.",
         ),
     ] = LogFormat.human,
-    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More log output (repeatable).")] = 0,
-    quiet: Annotated[int, typer.Option("--quiet", "-q", count=True, help="Less log output (repeatable).")] = 0,
+    verbose: Annotated[
+        int,
+        typer.Option("--verbose", "-v", count=True, metavar="", show_default=False, help="More log output: -v, -vv."),
+    ] = 0,
+    quiet: Annotated[
+        int, typer.Option("--quiet", "-q", count=True, metavar="", show_default=False, help="Less log output: -q, -qq.")
+    ] = 0,
     version: Annotated[
         bool,
         typer.Option(

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tarfile
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
+from orchestrator.cli.common import say_why
 from orchestrator.cli.run import parse_harness_args, print_verdicts
 from orchestrator.harnesses import get_harness
 from orchestrator.runtime.collect import CollectLimits
@@ -28,6 +34,7 @@ def audit_command(
         str,
         typer.Option(
             "--rollout-format",
+            click_type=click.Choice(["probe", "atif"]),
             help="probe: read each episode's rollout.json; atif: read its ATIF trajectory.json (an export, or the "
             "one the harness wrote in native/) and check it against the witness.",
         ),
@@ -53,13 +60,56 @@ def audit_command(
 
     Writes scenario_result.json per episode, summary.json, report.md, report.html and junit.xml into OUTPUT.
     Exit code 0: every P0 gate passes; 1: a check failed; 2: an input error or an input changed while read.
-    """
-    from orchestrator.audit import audit  # loaded on use: `run` needs none of it
 
+    Example: harness-probe audit out/ -o audited/
+    """
+    with contextlib.ExitStack() as stack:
+        source = _published(source, stack)
+        _audit(source, output, harness, harness_arg, rollout_format, collect_max_bytes, collect_max_files)
+
+
+def _published(source: Path, stack: contextlib.ExitStack) -> Path:
+    """A published run (docs/results/runs/HARNESS/: summaries and evidence.tar.gz) unpacked into a temporary run
+    directory; any other source as it is."""
+    from orchestrator.audit import episode_names  # loaded on use: `run` needs none of it
+    from orchestrator.report.published import ARCHIVE, EvidenceError, unpack_evidence
+
+    if episode_names(source) or not (source / ARCHIVE).is_file() or (source / ARCHIVE).is_symlink():
+        return source
+    run = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="harness-probe-published-"))) / "run"
+    try:
+        unpack_evidence(source / ARCHIVE, run)
+    except (EvidenceError, OSError, tarfile.TarError, EOFError) as exc:
+        typer.echo(f"harness-probe: {source / ARCHIVE} cannot be read: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if (source / "suite.json").is_file() and not (source / "suite.json").is_symlink():
+        shutil.copyfile(source / "suite.json", run / "suite.json")
+    return run
+
+
+def _audit(
+    source: Path,
+    output: Path,
+    harness: str | None,
+    harness_arg: list[str] | None,
+    rollout_format: str,
+    collect_max_bytes: int,
+    collect_max_files: int,
+) -> None:
+    from orchestrator.audit import atif_export_hint, audit, episode_names
+
+    if rollout_format == "probe" and harness is None and (hint := atif_export_hint(source)):
+        typer.echo(f"harness-probe: {hint}", err=True)
+        raise typer.Exit(2)
+    skipped: list[str] = []
+    episode_names(source, skipped)
+    for why in skipped:
+        typer.echo(f"skipped {why}", err=True)
     # Input errors (unknown harness, bad option or file, output exists, input changed) are the CLI root's to report.
     h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None
     limits = CollectLimits(max_bytes=collect_max_bytes, max_files=collect_max_files)
     res = audit(source, output, h, rollout_format, limits)
     print_verdicts(res)
     typer.echo(f"audited {len(res.results)} episode(s): {res.output.resolve()}")
+    say_why(res.output / "summary.json", res.exit_code)
     raise typer.Exit(res.exit_code)

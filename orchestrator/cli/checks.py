@@ -11,12 +11,16 @@ from orchestrator.cli.results import REPO_ROOT
 
 app = typer.Typer(help="The checks of the evidence profile and the labels E1-E10 they carry.", no_args_is_help=True)
 
-EVIDENCE_DOC = REPO_ROOT / "docs" / "evidence.md"
+# Outside a checkout there is no docs/ of this project to regenerate: `checks docs` then needs --output.
+EVIDENCE_DOC = REPO_ROOT / "docs" / "evidence.md" if REPO_ROOT else None
 
 
 @app.command("list")
 def list_checks() -> None:
-    """Every check: id, tier, kind, labels and its question, in report row order."""
+    """Every check: id, tier, kind, labels and its question, in report row order.
+
+    Example: harness-probe checks list
+    """
     from orchestrator.report.evidence_doc import list_lines
 
     for line in list_lines():
@@ -27,7 +31,10 @@ def list_checks() -> None:
 def explain_check(
     check_id: Annotated[str, typer.Argument(metavar="ID", help="A check id, e.g. attempts.multiset.")],
 ) -> None:
-    """One check's question, tier, labels and the lie it catches."""
+    """One check's question, tier, labels and the lie it catches.
+
+    Example: harness-probe checks explain attempts.multiset
+    """
     from orchestrator.checks.catalogue import explain, near
     from orchestrator.report.evidence_doc import explain_text
 
@@ -43,11 +50,19 @@ def explain_check(
 
 @app.command("docs")
 def docs(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write it.")] = EVIDENCE_DOC,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Where to write it (default: docs/evidence.md).")
+    ] = EVIDENCE_DOC,
 ) -> None:
-    """Regenerate docs/evidence.md from the catalogue and the check registry."""
+    """Regenerate docs/evidence.md from the catalogue and the check registry.
+
+    Example: harness-probe checks docs
+    """
     from orchestrator.report.evidence_doc import render_evidence_doc
 
+    if output is None:
+        typer.echo("harness-probe: not run from a harness-probe checkout; say where with --output FILE", err=True)
+        raise typer.Exit(2)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(render_evidence_doc())
     typer.echo(f"wrote {output}")

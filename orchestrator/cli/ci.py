@@ -55,7 +55,10 @@ def select_command(
 ) -> None:
     """Print the harnesses to probe as JSON (ci-selection/v1): harness files select that harness, shared code
     and dependencies select all, documentation selects none. With neither --base nor --changed-file nor --all,
-    paths are read from stdin."""
+    paths are read from stdin.
+
+    Example: harness-probe ci select --base origin/main
+    """
     from orchestrator.ci.select import GitError, changed_paths, image_parents, read_change_list, select  # on use
 
     repo = repo or checkout_root() or Path.cwd()
@@ -123,6 +126,8 @@ def report_command(
 
     The verdicts are the ones each run's summary.json states (strictly read), not judged again from the evidence:
     `harness-probe audit DIR` re-checks a run's evidence with the current checks.
+
+    Example: harness-probe ci report out/
     """
     from orchestrator.ci.report import check_run, collect, dumps, exit_code, render_markdown  # loaded on use
 

@@ -15,15 +15,27 @@ def cleanup(
     run_id: Annotated[
         str | None, typer.Option("--run-id", help="Only this run's objects (default: every run's).")
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Also remove runs whose owner process is alive (or on another machine): this kills those runs.",
+        ),
+    ] = False,
     runtime: Runtime = None,
 ) -> None:
     """Remove containers, volumes and networks labelled harness-probe.run (Docker, Podman) and the pods' processes
     and work directories (Apptainer). Every runtime that answers, unless --runtime names one.
 
     A run removes what it created, also on Ctrl-C and timeouts, and the next run on the same runtime sweeps what a
-    killed run left; this is for the explicit case.
+    killed run left; this is for the explicit case. Runs whose owner process (host, pid, start time: the owner
+    label) may still be alive are spared and named, unless --force: on a shared engine --force kills other
+    people's runs.
+
+    Example: harness-probe cleanup --run-id 20261204T031500-1a2b3c
     """
-    found = cleanup_everywhere([runtime] if runtime else list(RUNTIMES), run_id, runtime_settings(runtime))
+    spared: dict[str, str] | None = None if force else {}
+    found = cleanup_everywhere([runtime] if runtime else list(RUNTIMES), run_id, runtime_settings(runtime), spared)
     for name, counts in found.items():
         if isinstance(counts, CleanupIncomplete):
             typer.echo(f"{name}: {counts}", err=True)
@@ -31,5 +43,7 @@ def cleanup(
             typer.echo(f"{name}: skipped ({counts})")
         else:
             typer.echo(f"{name}: " + ", ".join(f"{n} {k}" for k, n in counts.items()) + " removed")
+    for run, owner in sorted((spared or {}).items()):
+        typer.echo(f"spared run {run}: its owner process {owner} may be alive (--force removes it)")
     if any(isinstance(counts, CleanupIncomplete) for counts in found.values()):
         raise typer.Exit(1)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from orchestrator.images import BuildOptions, default_extra_ca
@@ -22,6 +24,7 @@ __all__ = [
     "connect",
     "connect_engine",
     "runtime_settings",
+    "say_why",
 ]
 
 Runtime = Annotated[
@@ -29,6 +32,7 @@ Runtime = Annotated[
     typer.Option(
         "--runtime",
         envvar="HARNESS_PROBE_RUNTIME",
+        click_type=click.Choice(list(RUNTIMES)),  # named in help and offered by completion
         help=(
             f"Container runtime: {', '.join(RUNTIMES)}. A named runtime (this, or DOCKER_HOST for docker, "
             "CONTAINER_HOST for podman) that does not answer is an error; with none named, docker then podman, "
@@ -99,3 +103,21 @@ def connect_engine(runtime: str | None = None) -> Engine:
         )
         raise typer.Exit(2)
     return engine
+
+
+def say_why(summary: Path, exit_code: int, shown: int = 10) -> None:
+    """An exit 2 with a summary written: name on the terminal what made it an error (summary.json's `errors`)."""
+    if exit_code != 2:
+        return
+    try:
+        errors = [str(e) for e in json.loads(summary.read_text()).get("errors") or []]
+    except (OSError, ValueError, AttributeError):
+        errors = []
+    if not errors:
+        typer.echo(f"harness-probe: exit 2: see {summary}", err=True)
+        return
+    typer.echo(f"harness-probe: exit 2 ({len(errors)} error(s), all in {summary}):", err=True)
+    for line in errors[:shown]:
+        typer.echo(f"  {line}", err=True)
+    if len(errors) > shown:
+        typer.echo(f"  ... and {len(errors) - shown} more", err=True)

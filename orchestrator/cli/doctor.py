@@ -27,7 +27,10 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as one JSON object.")] = False,
 ) -> None:
     """List every container runtime found (Docker, Podman, Apptainer; Lima and Colima sockets included), which
-    answers, rootless or not, and why one does not; then the build settings. Exit 2 if no runtime answers."""
+    answers, rootless or not, and why one does not; then the build settings. Exit 2 if no runtime answers.
+
+    Example: harness-probe doctor
+    """
     settings = runtime_settings()  # the selection `run` makes, from the same settings: the two agree
     statuses = discover(ORDER, settings.as_environ())
     chosen, why = decide(settings, statuses)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from orchestrator.evidence import FormatError
@@ -16,9 +17,11 @@ _VERSIONS = ("ATIF-v1.7", "ATIF-v1.8")
 def export_command(
     run: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A run (or audit) directory.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="New directory for the exported files.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Output format: atif.")] = "atif",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", click_type=click.Choice(["atif"]), help="Output format.")
+    ] = "atif",
     atif_version: Annotated[
-        str, typer.Option("--atif-version", help="ATIF-v1.8 (default) or ATIF-v1.7.")
+        str, typer.Option("--atif-version", click_type=click.Choice(list(_VERSIONS)), help="The ATIF version written.")
     ] = "ATIF-v1.8",
 ) -> None:
     """Write OUTPUT/<harness>/<scenario>/trajectory.json (ATIF) for every episode with a rollout.json.
@@ -27,10 +30,13 @@ def export_command(
     harness process ended), so `harness-probe audit OUTPUT --rollout-format atif` checks the trajectories against
     the same evidence as the run.
     Facts ATIF has no field for (failed attempts, HTTP statuses, response ids, exit codes, gaps) are kept under
-    `extra.harness_probe`. Exit code 0: all written; 2: an input error.
+    `extra.harness_probe`. Exit code 0: written (an episode without a usable rollout is skipped and named); 2: an
+    input error, or nothing to export.
+
+    Example: harness-probe export --format atif out/ -o atif/
     """
     from orchestrator.atif import export_atif  # loaded on use: `run` needs none of it
-    from orchestrator.audit import find_episodes
+    from orchestrator.audit import find_episodes, no_episodes
 
     if fmt != "atif":
         typer.echo(f"harness-probe: unknown export format {fmt!r} (known: atif)", err=True)
@@ -43,7 +49,7 @@ def export_command(
         raise typer.Exit(EXIT_ERROR)
     episodes = find_episodes(run)
     if not episodes:
-        typer.echo(f"harness-probe: no episodes in {run} (expected <harness>/<scenario>/scenario.json)", err=True)
+        typer.echo(f"harness-probe: {run}: {no_episodes(run)}", err=True)
         raise typer.Exit(EXIT_ERROR)
     try:
         res = export_atif(episodes, output, atif_version)
@@ -52,4 +58,14 @@ def export_command(
         raise typer.Exit(EXIT_ERROR) from None
     for why in res.skipped:
         typer.echo(f"skipped {why}", err=True)
+    if not res.written:
+        if output.is_dir() and not any(output.iterdir()):
+            output.rmdir()  # made by this export, and nothing in it
+        # Nothing to show for it is an input error (2), like a folder without episodes; 1 means "a check failed".
+        typer.echo(
+            f"harness-probe: nothing exported: none of the {len(episodes)} episode(s) in {run} has a rollout.json "
+            "that makes an ATIF trajectory (each is named above)",
+            err=True,
+        )
+        raise typer.Exit(EXIT_ERROR)
     typer.echo(f"exported {len(res.written)} trajectory file(s) as {atif_version}: {output.resolve()}")

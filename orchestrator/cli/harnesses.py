@@ -27,7 +27,10 @@ def _option_line(cls: type[Harness]) -> str:
 
 @app.command("list")
 def list_() -> None:
-    """List harnesses: where each comes from, image folder, protocols, options; broken plugins are reported."""
+    """List harnesses: where each comes from, image folder, protocols, options; broken plugins are reported.
+
+    Example: harness-probe harnesses list
+    """
     table = Table("harness", "origin", "image", "protocols", "options", "description")
     problems = [f"{r.name} ({r.origin}): {r.reason}" for r in refused_plugins()]
     for name, entry in sorted(registry().items()):

@@ -25,7 +25,10 @@ def build(
     show_log: Annotated[bool, typer.Option("--show-log", help="Print the build output.")] = False,
     runtime: Runtime = None,
 ) -> None:
-    """Build images in order (Debian root, base, then the rest); unchanged inputs reuse the existing tag."""
+    """Build images in order (Debian root, base, then the rest); unchanged inputs reuse the existing tag.
+
+    Example: harness-probe images build proxy reference
+    """
     engine = connect_engine(runtime)
     builder = ImageBuilder(engine, build_options(extra_ca, rebuild), on_line=typer.echo if show_log else None)
     for name in names or image_names():  # a BuildError is the CLI root's to report, named, exit 2
@@ -35,7 +38,10 @@ def build(
 
 @app.command("list")
 def list_() -> None:
-    """List the image folders."""
+    """List the image folders.
+
+    Example: harness-probe images list
+    """
     for name in image_names():
         typer.echo(name)
 
@@ -51,7 +57,10 @@ def export(
     runtime: Runtime = None,
 ) -> None:
     """Build (or reuse) images and write each as a docker-archive tar plus `images.json` (format image-archives/v1):
-    what a cluster user copies to a machine with Apptainer and no engine (`--runtime apptainer` reads them)."""
+    what a cluster user copies to a machine with Apptainer and no engine (`--runtime apptainer` reads them).
+
+    Example: harness-probe images export proxy reference -o hp-images/
+    """
     if output.exists() and any(output.iterdir()):
         typer.echo(f"harness-probe: {output} exists and is not empty; give a new directory", err=True)
         raise typer.Exit(2)

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.cli.common import say_why
+
 
 def merge_command(
     sources: Annotated[
@@ -22,9 +24,12 @@ def merge_command(
     too-deep file: UnsafeShard). Exit code as `run`: 0 pass, 1 a check failed, 2 an error or a missing episode.
     The summary is rebuilt from each episode's scenario_result.json, whose verdicts are taken as the run wrote
     them: `harness-probe audit OUTPUT` judges the merged evidence again.
+
+    Example: harness-probe merge shard1/ shard2/ -o merged/
     """
     from orchestrator.merge import merge_runs  # loaded on use: `run` needs none of it
 
     res = merge_runs(sources, output)  # a MergeError or OutputExists is the CLI root's to report, named
     typer.echo(f"merged {len(res.results)} episode(s) from {len(sources)} run(s): {res.output.resolve()}")
+    say_why(res.output / "summary.json", res.exit_code)
     raise typer.Exit(res.exit_code)

@@ -20,9 +20,35 @@ app = typer.Typer(
     help="Measured results pages under docs/results/ (generated, never hand-written).", no_args_is_help=True
 )
 
-# Published pages belong to the repository; from an installed tool, to the repository in the current directory.
-REPO_ROOT = checkout_root() or Path.cwd()
-DOCS = REPO_ROOT / "docs" / "results"
+# Published pages belong to this project's checkout. An installed tool has none: it refuses rather than write this
+# project's pages into ./docs/results/ of whatever directory it runs in, unless --docs names the folder.
+REPO_ROOT: Path | None = checkout_root()
+DOCS: Path | None = REPO_ROOT / "docs" / "results" if REPO_ROOT else None
+
+DocsDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--docs",
+        file_okay=False,
+        help="The results folder (it holds runs/ and the pages). Default: docs/results/ of this checkout; an "
+        "installed tool has no checkout and needs it.",
+    ),
+]
+
+
+def _docs(docs: Path | None) -> Path:
+    if docs is not None:
+        return docs
+    if DOCS is None:
+        typer.echo(
+            "harness-probe: not run from a harness-probe checkout, so there is no docs/results/ to write; give "
+            "--docs DIR (a folder of results pages of your own)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return DOCS
+
+
 # What a page is rendered from: small enough to commit, enough to regenerate the page and the matrix.
 _SAVED = ("summary.json", "suite.json")
 
@@ -50,7 +76,7 @@ def _read_plain(root: Path, parts: tuple[str, ...]) -> bytes:
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    typer.echo(f"wrote {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
+    typer.echo(f"wrote {path.relative_to(REPO_ROOT) if REPO_ROOT and path.is_relative_to(REPO_ROOT) else path}")
 
 
 def _plain(harness: str) -> str:
@@ -61,12 +87,12 @@ def _plain(harness: str) -> str:
     return harness
 
 
-def _render(harness: str) -> None:
+def _render(harness: str, docs: Path) -> None:
     from orchestrator.report.results import render_results  # loaded on use: `run` needs none of it
 
-    saved = DOCS / "runs" / _plain(harness)
+    saved = docs / "runs" / _plain(harness)
     if not (saved / "summary.json").is_file():
-        known = ", ".join(sorted(p.parent.name for p in (DOCS / "runs").glob("*/summary.json"))) or "none"
+        known = ", ".join(sorted(p.parent.name for p in (docs / "runs").glob("*/summary.json"))) or "none"
         typer.echo(f"harness-probe: no saved run of {harness!r} in {saved.parent} (saved: {known})", err=True)
         raise typer.Exit(2)
     regenerate = f"harness-probe results render {harness}"
@@ -75,15 +101,22 @@ def _render(harness: str) -> None:
     except FormatError as exc:
         typer.echo(f"harness-probe: the saved run of {harness!r} cannot be read: {exc}", err=True)
         raise typer.Exit(2) from None
-    _write(DOCS / f"{harness}.md", page)
+    _write(docs / f"{harness}.md", page)
 
 
 @app.command("publish")
 def publish(
     run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")],
     harness: Annotated[str, typer.Option("--harness", "-H", help="The harness whose results to publish.")],
+    docs_dir: DocsDir = None,
 ) -> None:
-    """Save the run's summary into docs/results/runs/HARNESS/ and render docs/results/HARNESS.md and the matrix."""
+    """Save a run into docs/results/runs/HARNESS/ (summary, evidence); render docs/results/HARNESS.md and the matrix.
+
+    The evidence (every episode's witness, rollout, native logs, scenario, markers and result) goes into one
+    evidence.tar.gz, at most 6 MiB; `harness-probe audit docs/results/runs/HARNESS -H HARNESS -o DIR` re-checks it.
+
+    Example: harness-probe results publish out/ -H reference
+    """
     if not (run_dir / "summary.json").is_file():
         typer.echo(f"harness-probe: {run_dir} has no summary.json (an interrupted run certifies nothing)", err=True)
         raise typer.Exit(2)
@@ -91,6 +124,7 @@ def publish(
         typer.echo(f"harness-probe: {run_dir} has no suite.json (not a run directory)", err=True)
         raise typer.Exit(2)
     # Everything is checked before the saved results are replaced: a wrong run directory loses nothing.
+    docs = _docs(docs_dir)
     _plain(harness)
     try:
         probed = [h["name"] for h in load_json(run_dir / "summary.json", "probe-summary/v1")["harnesses"]]
@@ -112,7 +146,14 @@ def publish(
     except (JsonFault, FormatError) as exc:
         typer.echo(f"harness-probe: {exc}", err=True)
         raise typer.Exit(2) from None
-    dest = DOCS / "runs" / harness
+    from orchestrator.report.published import ARCHIVE, EvidenceError, pack_evidence
+
+    try:
+        evidence = pack_evidence(run_dir, harness)  # before anything saved is replaced: over budget loses nothing
+    except (EvidenceError, OSError) as exc:
+        typer.echo(f"harness-probe: the run's evidence cannot be published: {exc}", err=True)
+        raise typer.Exit(2) from None
+    dest = docs / "runs" / harness
     if os.path.islink(dest):
         typer.echo(f"harness-probe: {dest} is a link; not replaced", err=True)
         raise typer.Exit(2)
@@ -126,25 +167,37 @@ def publish(
         (dest / "audited").write_text("re-checked offline by `harness-probe audit` with the current checks\n")
     (dest / harness).mkdir()
     (dest / harness / "runtime.json").write_bytes(runtime)
-    _render(harness)
-    matrix()
+    # Every episode's witness, rollout, native logs and scenario: `harness-probe audit` of dest re-checks them.
+    (dest / ARCHIVE).write_bytes(evidence)
+    _render(harness, docs)
+    matrix(docs)
 
 
 @app.command("render")
-def render(harness: Annotated[str, typer.Argument(help="A harness with a saved run in docs/results/runs/.")]) -> None:
-    """Regenerate docs/results/HARNESS.md from its saved run."""
-    _render(harness)
+def render(
+    harness: Annotated[str, typer.Argument(help="A harness with a saved run in docs/results/runs/.")],
+    docs_dir: DocsDir = None,
+) -> None:
+    """Regenerate docs/results/HARNESS.md from its saved run.
+
+    Example: harness-probe results render reference
+    """
+    _render(harness, _docs(docs_dir))
 
 
 @app.command("matrix")
-def matrix() -> None:
-    """Regenerate docs/results/README.md: every probed harness x evidence label E1-E10."""
+def matrix(docs_dir: DocsDir = None) -> None:
+    """Regenerate docs/results/README.md: every probed harness x evidence label E1-E10.
+
+    Example: harness-probe results matrix
+    """
     from orchestrator.report.results import label_matrix
 
+    docs = _docs(docs_dir)
     summaries: dict[str, dict[str, Any]] = {}
-    for saved in sorted((DOCS / "runs").glob("*/summary.json")):
+    for saved in sorted((docs / "runs").glob("*/summary.json")):
         name = saved.parent.name
         runtime = next(iter(sorted(saved.parent.glob(f"{name}/runtime.json"))), None)
         version = json.loads(runtime.read_text())["harness"]["version"] if runtime else None
         summaries[name] = {"summary": json.loads(saved.read_text()), "version": version}
-    _write(DOCS / "README.md", label_matrix(summaries))
+    _write(docs / "README.md", label_matrix(summaries))

@@ -97,6 +97,8 @@ def run(
     """Run each harness x scenario episode in containers and check the harness's self-report against the witness.
 
     Exit code 0: every episode passes the P0 gate; 1: a check failed; 2: an input or execution error.
+
+    Example: harness-probe run -H reference -s tool_success -o out/
     """
     # Unknown harnesses, bad options and scenarios, an output that exists or cannot be made: named input errors
     # (orchestrator.errors), reported by the CLI's root, before any engine is asked.

@@ -18,7 +18,10 @@ app = typer.Typer(help="The scenario catalogue (scenarios/*.yaml) and its schema
 
 @app.command("list")
 def list_() -> None:
-    """List every scenario with its description and declared scope."""
+    """List every scenario with its description and declared scope.
+
+    Example: harness-probe scenarios list
+    """
     table = Table("scenario", "description", "scope")
     for s in list_scenarios():
         scope = ", ".join(k for k, v in s.scope.items() if v) or "-"
@@ -28,7 +31,10 @@ def list_() -> None:
 
 @app.command("validate")
 def validate(paths: Annotated[list[Path], typer.Argument(help="Scenario files to validate.")]) -> None:
-    """Validate scenario files against the scenario schema (`scenarios schema`); faults are named by JSONPath."""
+    """Validate scenario files against the scenario schema (`scenarios schema`); faults are named by JSONPath.
+
+    Example: harness-probe scenarios validate my.yaml
+    """
     bad = 0
     for path in paths:
         try:
@@ -43,5 +49,8 @@ def validate(paths: Annotated[list[Path], typer.Argument(help="Scenario files to
 
 @app.command("schema")
 def schema() -> None:
-    """Print the scenario JSON Schema (probe-scenario/v1), e.g. to point an editor's YAML completion at it."""
+    """Print the scenario JSON Schema (probe-scenario/v1), e.g. to point an editor's YAML completion at it.
+
+    Example: harness-probe scenarios schema > scenario.schema.json
+    """
     typer.echo(scenario_schema_path().read_text().rstrip("\n"))

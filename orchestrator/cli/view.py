@@ -63,6 +63,8 @@ def view_command(
 
     Without a browser (or with --no-browser) the page's path is printed. With --serve the run directory is served on
     127.0.0.1:PORT (forward the port over ssh from a remote machine) and its address printed.
+
+    Example: harness-probe view out/ reference/retry_500
     """
     page = _target(run, episode)
     if serve:

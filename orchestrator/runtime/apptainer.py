@@ -397,9 +397,9 @@ class ApptainerRuntime:
             proxy.wait_for_log(spec.ready_log, spec.ready_timeout)
             yield ApptainerPod(proxy, harness, spec, self.cgroups)
 
-    def cleanup(self, run_id: str | None = None) -> dict[str, int]:
+    def cleanup(self, run_id: str | None = None, spared: dict[str, str] | None = None) -> dict[str, int]:
         """Pods a killed run left: their holder (and so every process in the namespace) and work directory."""
-        return cleanup_apptainer_pods(self.work_root, run_id)
+        return cleanup_apptainer_pods(self.work_root, run_id, spared)
 
 
 def _end_holder(holder: subprocess.Popen[bytes]) -> None:

@@ -14,6 +14,8 @@ import shutil
 import signal
 from pathlib import Path
 
+from orchestrator.runtime.spec import RUN_LABEL, Owner, live_owner
+
 __all__ = ["HOLDER_MARK", "POD_FILE", "cleanup_apptainer_pods", "write_pod_file"]
 
 POD_FILE = "pod.json"
@@ -34,8 +36,10 @@ def _is_our_holder(pid: int) -> bool:
     return cmdline[:1] == [b"unshare"] and HOLDER_MARK in b" ".join(cmdline)
 
 
-def cleanup_apptainer_pods(work_root: Path, run_id: str | None) -> dict[str, int]:
-    """End the holders and remove the work directories of pods (all runs', or one run's)."""
+def cleanup_apptainer_pods(work_root: Path, run_id: str | None, spared: dict[str, str] | None = None) -> dict[str, int]:
+    """End the holders and remove the work directories of pods (all runs', or one run's); with `spared`, leave the
+    pods whose owner process may still be alive and name their runs there."""
+    here = Owner.this_process()
     removed = 0
     pod_files = sorted(work_root.glob(f"*/{POD_FILE}")) if work_root.is_dir() else []
     for pod_file in pod_files:
@@ -45,6 +49,9 @@ def cleanup_apptainer_pods(work_root: Path, run_id: str | None) -> dict[str, int
             continue
         labels = info.get("labels") if isinstance(info, dict) else None
         if run_id is not None and (not isinstance(labels, dict) or labels.get("harness-probe.run") != run_id):
+            continue
+        if spared is not None and isinstance(labels, dict) and (owner := live_owner(labels, here)) is not None:
+            spared[str(labels.get(RUN_LABEL, "?"))] = owner
             continue
         pid = info.get("holder")
         if isinstance(pid, int) and _is_our_holder(pid):

@@ -31,6 +31,7 @@ from orchestrator.runtime.spec import (
     ContainerSpec,
     Owner,
     create_labels,
+    live_owner,
     redact_host,
 )
 
@@ -310,9 +311,11 @@ class Engine:
             log.warning("removed what runs that no longer exist left behind", objects=removed)
         return removed
 
-    def cleanup(self, run_id: str | None = None) -> dict[str, int]:
+    def cleanup(self, run_id: str | None = None, spared: dict[str, str] | None = None) -> dict[str, int]:
         """Remove every container, network and volume we labelled (all runs, or one).
 
+        With `spared` (run id -> owner label), objects whose owner process may still be alive are left alone and
+        their runs named there; without it everything labelled goes (a run removing its own objects, --force).
         One removal that fails never stops the others; what failed is tried once more after them (a volume is in
         use until the container holding it, maybe being removed right now by its episode, is gone), and what is
         still there then is named in a `CleanupIncomplete`."""
@@ -320,6 +323,13 @@ class Engine:
         counts = {"containers": 0, "networks": 0, "volumes": 0}
         api = self.client.api
         failed: list[tuple[str, Any, str]] = []
+        here = Owner.this_process()
+
+        def spare(labels: dict[str, str] | None) -> bool:
+            owner = live_owner(labels, here) if spared is not None else None
+            if owner is not None and spared is not None:
+                spared[(labels or {}).get(RUN_LABEL, "?")] = owner
+            return owner is not None
 
         def remove(what: str, fn: Any, failures: list[tuple[str, Any, str]]) -> None:
             try:
@@ -331,12 +341,18 @@ class Engine:
 
         with deferred_interrupts():
             for c in _joiners_first(api.containers(all=True, filters=flt)):
+                if spare(c.get("Labels")):
+                    continue
                 remove(f"container {c['Id'][:12]}", partial(api.remove_container, c["Id"], force=True, v=True), failed)
                 counts["containers"] += 1
             for n in api.networks(filters=flt):  # type: ignore[no-untyped-call]
+                if spare(n.get("Labels")):
+                    continue
                 remove(f"network {n['Id'][:12]}", partial(api.remove_network, n["Id"]), failed)
                 counts["networks"] += 1
             for v in api.volumes(filters=flt).get("Volumes") or []:
+                if spare(v.get("Labels")):
+                    continue
                 remove(f"volume {v['Name']}", partial(api.remove_volume, v["Name"], force=True), failed)
                 counts["volumes"] += 1
             still: list[tuple[str, Any, str]] = []

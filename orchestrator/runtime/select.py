@@ -162,15 +162,18 @@ def decide(settings: RuntimeSettings, statuses: Sequence[RuntimeStatus]) -> tupl
 
 
 def cleanup_everywhere(
-    names: list[str], run_id: str | None, settings: RuntimeSettings | None = None
+    names: list[str],
+    run_id: str | None,
+    settings: RuntimeSettings | None = None,
+    spared: dict[str, str] | None = None,
 ) -> dict[str, dict[str, int] | str | CleanupIncomplete]:
     """Each runtime's cleanup: its counts; the reason it does not answer (never an error); or what it could not
-    remove, after every other runtime was cleaned up."""
+    remove, after every other runtime was cleaned up. With `spared`, runs whose owner may be alive are left."""
     settings = settings or RuntimeSettings()
     out: dict[str, dict[str, int] | str | CleanupIncomplete] = {}
     for name in names:
         if name == "apptainer":
-            out[name] = cleanup_apptainer_pods(settings.apptainer_work, run_id)
+            out[name] = cleanup_apptainer_pods(settings.apptainer_work, run_id, spared)
             continue
         try:
             engine = open_named(name, settings)
@@ -178,7 +181,7 @@ def cleanup_everywhere(
             out[name] = str(exc).splitlines()[0]
             continue
         try:
-            out[name] = engine.cleanup(run_id)
+            out[name] = engine.cleanup(run_id, spared)
         except CleanupIncomplete as exc:
             out[name] = exc
     return out

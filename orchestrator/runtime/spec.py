@@ -19,6 +19,7 @@ __all__ = [
     "ContainerSpec",
     "Owner",
     "create_labels",
+    "live_owner",
     "redact_host",
 ]
 
@@ -63,6 +64,16 @@ class Owner:
         if started is None:
             return not _pid_exists(self.pid)
         return bool(self.started) and started != self.started
+
+
+def live_owner(labels: dict[str, str] | None, here: Owner) -> str | None:
+    """The owner label of an object whose run may still be alive (not sure it is dead), else None.
+
+    The automatic sweep removes only what is surely dead; `cleanup` without --force spares what this says may live.
+    An object without an owner label has no process to ask about, so it is not spared."""
+    value = (labels or {}).get(OWNER_LABEL, "")
+    owner = Owner.parse(value)
+    return value if owner is not None and not owner.is_dead(here) else None
 
 
 def _host_id() -> str:

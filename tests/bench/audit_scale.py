@@ -33,6 +33,7 @@ from orchestrator.checks import Evidence, Status, read_witness, run_checks, scop
 from orchestrator.logs import LogFormat, configure_logging
 from orchestrator.output import write_json
 from orchestrator.runtime.collect import CollectLimits
+from tests.bench import table
 from tests.synthetic import synthetic_episode
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "episodes" / "tool_success"
@@ -69,6 +70,7 @@ def bench_many_episodes(n: int, tmp: Path) -> None:
     cpu = time.process_time() - t[1]
     assert res.exit_code == 0, res.exit_code
     print(f"audit of {n} episodes: {_since(t)} ({1000 * cpu / n:.1f} ms CPU/episode), peak RSS {_peak_mib():.0f} MiB")
+    table.record(f"audit of {n:,} episodes", f"{1000 * cpu / n:.1f} ms CPU per episode", "-", "-")
 
 
 def bench_big_rollout(n: int, tmp: Path, as_saved: bool = False) -> None:
@@ -117,6 +119,12 @@ def bench_big_rollout(n: int, tmp: Path, as_saved: bool = False) -> None:
         f"markers; < {ROLLOUT_TARGET_SECONDS:.0f} s CPU: {strict}), peak RSS {a['rss']:.0f} MiB; verdict "
         f"{a['verdict']} (failed: {', '.join(sorted(failed)) or 'none'}; markers past the collection caps are not "
         "read)"
+    )
+    table.record(
+        f"audit of one {n:,}-call rollout ({'as a run saves it' if as_saved else 'one marker per call'}): wall",
+        f"{a['wall']:.1f} s wall ({cpu:.1f} s CPU), peak RSS {a['rss']:.0f} MiB",
+        f"< {ROLLOUT_TARGET_SECONDS:.0f} s",
+        met,
     )
 
 
@@ -206,6 +214,12 @@ def main() -> None:
             f"audit memory, {counts[0]:,} -> {counts[-1]:,} episodes: peak RSS {peaks[0]:.0f} -> {peaks[-1]:.0f} MiB "
             f"(x{growth:.2f}; target: flat, i.e. peak RSS at {counts[-1]:,} within x{EPISODE_MEMORY_GROWTH} of "
             f"{counts[0]:,}: {met})"
+        )
+        table.record(
+            f"audit memory, {counts[0]:,} -> {counts[-1]:,} episodes",
+            f"peak RSS {peaks[0]:.0f} -> {peaks[-1]:.0f} MiB (x{growth:.2f})",
+            f"within x{EPISODE_MEMORY_GROWTH}",
+            met,
         )
 
 

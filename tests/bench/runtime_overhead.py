@@ -30,6 +30,7 @@ import orchestrator
 from orchestrator.images import BuildOptions, ImageBuilder, default_extra_ca
 from orchestrator.runtime import Engine, EngineUnavailable
 from orchestrator.runtime.select import RuntimeSettings, open_engine
+from tests.bench import table
 from tests.bench.cpu_meter import CpuSeconds, run_measured
 
 HP = str(Path(sys.executable).with_name("harness-probe"))
@@ -161,6 +162,12 @@ def main() -> None:
                 f"{_mark(overhead / bare <= TARGET_OVERHEAD)})"
             )
             print(f"    {breakdown(runtime, tmp)}")
+            table.record(
+                f"one episode on {runtime}: orchestration / two bare container starts",
+                f"{overhead:.2f} / {bare:.2f} s = {overhead / bare:.1f}x",
+                f"{TARGET_OVERHEAD}x",
+                _mark(overhead / bare <= TARGET_OVERHEAD),
+            )
         for runtime in bare_of:
             engine = open_engine(RuntimeSettings.from_environ(os.environ, runtime)).runtime
             assert isinstance(engine, Engine)
@@ -190,6 +197,12 @@ def _report_catalogue(
         f"{per / bare:.1f}x two bare starts (target {TARGET_OVERHEAD}x: {_mark(per / bare <= TARGET_OVERHEAD)})"
     )
     print(f"    {ones[-1][3].line(n)}")
+    table.record(
+        f"reference catalogue on {runtime}, --jobs 1: orchestration per episode / two bare starts",
+        f"{per:.2f} / {bare:.2f} s = {per / bare:.1f}x",
+        f"{TARGET_OVERHEAD}x",
+        _mark(per / bare <= TARGET_OVERHEAD),
+    )
     if not twos:
         return
     two = statistics.median(w for w, _, _, _ in twos)
@@ -199,6 +212,12 @@ def _report_catalogue(
         f"{TARGET_JOBS2}x: {_mark(two / one <= TARGET_JOBS2)}); pairs --jobs 1/--jobs 2 as run: {walls} s"
     )
     print(f"    {twos[-1][3].line(n)}")
+    table.record(
+        f"reference catalogue on {runtime}: --jobs 2 wall / --jobs 1 wall",
+        f"{two:.1f} / {one:.1f} s = {two / one:.2f}x",
+        f"<= {TARGET_JOBS2}x",
+        _mark(two / one <= TARGET_JOBS2),
+    )
 
 
 def _cpus() -> int:

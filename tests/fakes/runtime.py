@@ -92,7 +92,7 @@ class FakeRuntime:
     def sweep(self) -> list[str]:
         return []
 
-    def cleanup(self, run_id: str | None = None) -> dict[str, int]:
+    def cleanup(self, run_id: str | None = None, spared: dict[str, str] | None = None) -> dict[str, int]:
         return {"containers": 0, "networks": 0, "volumes": 0}
 
 

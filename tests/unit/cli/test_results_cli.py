@@ -3,6 +3,7 @@ harness name never leads out of docs/results/."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -95,11 +96,36 @@ def test_a_linked_file_is_refused_and_nothing_saved_is_lost(docs: Path, tmp_path
 
 def test_a_plain_run_is_published(docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The negative control of the refusals above.
-    monkeypatch.setattr(results_cli, "_render", lambda harness: None)
-    monkeypatch.setattr(results_cli, "matrix", lambda: None)
+    monkeypatch.setattr(results_cli, "_render", lambda *args: None)
+    monkeypatch.setattr(results_cli, "matrix", lambda *args: None)
     _hermes_saved(docs)
     run = _run(tmp_path)
     res = CliRunner().invoke(app, ["results", "publish", str(run), "-H", "hermes"])
     assert res.exit_code == 0, res.output
     assert (docs / "runs" / "hermes" / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
     assert (docs / "runs" / "hermes" / "hermes" / "runtime.json").is_file()
+
+
+def test_outside_a_checkout_the_results_commands_refuse_unless_given_docs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An installed tool: no checkout, so no docs/results/ of this project to write into.
+    monkeypatch.setattr(results_cli, "REPO_ROOT", None)
+    monkeypatch.setattr(results_cli, "DOCS", None)
+    run = _run(tmp_path)
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    for args in (["publish", str(run), "-H", "hermes"], ["render", "hermes"], ["matrix"]):
+        res = CliRunner().invoke(app, ["results", *args])
+        assert res.exit_code == 2, res.output
+        assert "not run from a harness-probe checkout" in res.output and "--docs DIR" in res.output
+    assert list(cwd.iterdir()) == []
+    mine = tmp_path / "my-results"
+    shipped = Path(__file__).resolve().parents[3] / "docs" / "results" / "runs" / "reference"
+    shutil.copytree(shipped, mine / "runs" / "reference")
+    for args in (["render", "reference"], ["matrix"]):
+        res = CliRunner().invoke(app, ["results", *args, "--docs", str(mine)])
+        assert res.exit_code == 0, res.output
+    assert (mine / "reference.md").is_file() and (mine / "README.md").is_file()
+    assert list(cwd.iterdir()) == []

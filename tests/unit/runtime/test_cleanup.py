@@ -95,3 +95,18 @@ def test_a_failing_clean_up_never_replaces_what_stopped_the_run(
     with pytest.raises(KeyboardInterrupt):
         suite.run_suite(cfg, engine)  # type: ignore[arg-type]
     assert len(engine.cleaned) == 1
+
+
+def test_apptainer_cleanup_spares_a_pod_whose_owner_lives_unless_forced(tmp_path: Path) -> None:
+    from orchestrator.runtime.apptainer_pods import cleanup_apptainer_pods, write_pod_file
+    from orchestrator.runtime.spec import OWNER_LABEL, RUN_LABEL, Owner
+
+    owner = Owner.this_process().label()
+    (tmp_path / "pod-live").mkdir()
+    write_pod_file(tmp_path / "pod-live", {RUN_LABEL: "run-live", OWNER_LABEL: owner}, 2**22 + 1)
+    spared: dict[str, str] = {}
+    assert cleanup_apptainer_pods(tmp_path, None, spared) == {"pods": 0}
+    assert spared == {"run-live": owner}
+    assert (tmp_path / "pod-live").is_dir()
+    assert cleanup_apptainer_pods(tmp_path, None) == {"pods": 1}  # --force: no spared list
+    assert not (tmp_path / "pod-live").exists()
