@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import structlog
 
 from orchestrator import __version__
@@ -89,11 +90,29 @@ def _image_key(h: Harness, variants: dict[str, tuple[ImageVariant, dict[str, Any
 def _build_harness(
     builder: ImageBuilder | ArchiveImages, h: Harness, variants: dict[str, tuple[ImageVariant, dict[str, Any]]]
 ) -> BuiltImage:
+    prebuilt = getattr(h, "prebuilt_image", lambda: None)()
+    if isinstance(prebuilt, str):
+        return _prebuilt(builder, prebuilt)
     if h.name not in variants:
         return builder.build(h.image)
     if not isinstance(builder, ImageBuilder):
         raise BuildError(f"{h.name}: a --harness-version/--harness-source image is built here, not taken from archives")
     return builder.build(h.image, variants[h.name][0])
+
+
+def _prebuilt(builder: ImageBuilder | ArchiveImages, tag: str) -> BuiltImage:
+    # An image the engine already holds (the generic ATIF harness's `image`): used as is, recorded by its id.
+    if not isinstance(builder, ImageBuilder):
+        return builder.build(tag)
+    try:
+        found = builder.engine.client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        raise BuildError(
+            f"image {tag!r} is no image folder of harness-probe and the engine holds no such image"
+        ) from None
+    except docker.errors.APIError as exc:
+        raise BuildError(f"image {tag!r}: the engine refused to look it up: {exc}") from None
+    return BuiltImage(tag, tag, str(found.id), str(found.id).removeprefix("sha256:"), {}, False, 0.0)
 
 
 def _suite_harness(h: Harness, variants: dict[str, tuple[ImageVariant, dict[str, Any]]]) -> dict[str, Any]:

@@ -59,6 +59,7 @@ HARNESSES: dict[str, str] = {
     "terminus-2": "orchestrator.harnesses.terminus_2:Terminus2Harness",
     "nooa": "orchestrator.harnesses.nooa:NooaHarness",
     "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
+    "atif": "orchestrator.harnesses.atif:AtifHarness",
 }
 
 
