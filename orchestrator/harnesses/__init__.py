@@ -28,6 +28,7 @@ log = structlog.get_logger(__name__)
 __all__ = [
     "ENTRY_POINT_GROUP",
     "HARNESSES",
+    "IMAGE_FROM_OPTIONS",
     "BrokenPlugin",
     "Harness",
     "HarnessEntry",
@@ -61,6 +62,8 @@ HARNESSES: dict[str, str] = {
     "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
     "atif": "orchestrator.harnesses.atif:AtifHarness",
 }
+# Harnesses whose image is a run's option (-a image=...), not images/<name>: CI cannot probe them unconfigured.
+IMAGE_FROM_OPTIONS = frozenset({"atif"})
 
 
 class PluginError(RuntimeError):

@@ -32,6 +32,8 @@ OPTIONS: dict[str, str] = {
     "delivery": "how a scripted step reaches the harness: tools (native tool calls, default), keystrokes, "
     "python_blocks",
     "name": "the harness name the rollout carries (default: the trajectory's agent.name)",
+    "writable": "comma-separated absolute paths the harness must write besides /home/probe and /tmp (256m each, "
+    "in memory; the root filesystem stays read-only)",
 }
 REQUIRED = ("image", "command", "trajectory")
 PLACEHOLDERS = ("task", "model", "base_url", "api_key", "task_id", "workdir", "home", "trajectory")
@@ -63,6 +65,11 @@ class AtifHarness(Harness):
         unknown = sorted(set(_placeholders(self.options["command"])) - set(PLACEHOLDERS))
         if unknown:
             raise ValueError(f"harness 'atif': command has unknown placeholder(s) {unknown} (known: {PLACEHOLDERS})")
+        extra = [p.strip() for p in self.options.get("writable", "").split(",") if p.strip()]
+        for p in extra:
+            if not PurePosixPath(p).is_absolute() or ".." in PurePosixPath(p).parts or p == "/":
+                raise ValueError(f"harness 'atif': writable path {p!r} is not an absolute path below /")
+        self.writable_paths = {**Harness.writable_paths, **dict.fromkeys(extra, "256m")}  # type: ignore[misc]
         path = PurePosixPath(self.options["trajectory"])
         writable = [PurePosixPath(w) for w in self.writable_paths]
         if not path.is_absolute() or ".." in path.parts or not any(w in path.parents for w in writable):

@@ -88,3 +88,11 @@ def test_an_atif_trajectory_reads_with_its_gaps_named(tmp_path: Path) -> None:
     assert rollout["harness"]["name"] == "someagent"
     assert rollout["outcome"]["final_answer"] == "done"
     assert "model_calls.failed_attempts_unrecordable" in {g["code"] for g in rollout["gaps"]}
+
+
+def test_writable_paths_join_the_defaults_and_may_hold_the_trajectory() -> None:
+    h = AtifHarness({**GOOD, "writable": "/logs/agent", "trajectory": "/logs/agent/trajectory.json"})
+    assert h.writable_paths == {"/home/probe": "1g", "/tmp": "512m", "/logs/agent": "256m"}
+    for bad in ("relative", "/", "/a/../etc"):
+        with pytest.raises(ValueError, match="writable path"):
+            AtifHarness({**GOOD, "writable": bad})
