@@ -69,7 +69,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/actionlint .github/workflows/*.yml
-	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows/
+	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows/ action.yml
 	@$(MAKE) --no-print-directory dist
 
 # The distribution users install: its metadata must pass twine, and the wheel must carry the data folders.
