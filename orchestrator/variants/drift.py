@@ -57,6 +57,8 @@ def compare_runs(harness: str, pinned: Path, other: Path) -> DriftReport:
     changes: list[Change] = []
     verdicts: dict[str, tuple[str, str]] = {}
     errors: list[str] = []
+    if not before and not after:
+        errors.append(f"neither run holds a result of harness {harness!r} ({pinned}, {other})")
     for scenario in sorted(set(before) | set(after)):
         a, b = before.get(scenario), after.get(scenario)
         if a is None or b is None:

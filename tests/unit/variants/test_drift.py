@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -63,4 +62,10 @@ def test_an_errored_or_missing_episode_is_exit_2(tmp_path: Path, monkeypatch: py
     assert report.exit_code == 2
     assert any("s2: no result in the other run" in e for e in report.errors)
     assert any("s1: the other run errored" in e for e in report.errors)
-    shutil.rmtree(tmp_path / "b")
+
+
+def test_runs_without_the_harness_are_an_error_not_a_clean_bill(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    report = compare_runs("pi", tmp_path / "a", tmp_path / "b")
+    assert report.exit_code == 2 and "neither run holds a result" in report.errors[0]
