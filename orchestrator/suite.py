@@ -16,7 +16,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import docker.errors
 import structlog
 
 from orchestrator import __version__
@@ -31,7 +30,7 @@ from orchestrator.output import make_output, now_iso, write_json
 from orchestrator.parallel import long_first, run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.resources import input_key, scenario_schema_path
-from orchestrator.runtime import Engine, PodRuntime, deferred_interrupts
+from orchestrator.runtime import Engine, EngineAPIError, ImageNotFound, PodRuntime, deferred_interrupts
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
 from orchestrator.versions import image_version
@@ -106,11 +105,11 @@ def _prebuilt(builder: ImageBuilder | ArchiveImages, tag: str) -> BuiltImage:
         return builder.build(tag)
     try:
         found = builder.engine.client.images.get(tag)
-    except docker.errors.ImageNotFound:
+    except ImageNotFound:
         raise BuildError(
             f"image {tag!r} is no image folder of harness-probe and the engine holds no such image"
         ) from None
-    except docker.errors.APIError as exc:
+    except EngineAPIError as exc:
         raise BuildError(f"image {tag!r}: the engine refused to look it up: {exc}") from None
     return BuiltImage(tag, tag, str(found.id), str(found.id).removeprefix("sha256:"), {}, False, 0.0)
 

@@ -11,40 +11,50 @@ from __future__ import annotations
 import shlex
 import string
 from pathlib import Path, PurePosixPath
-from typing import Any, ClassVar
+from typing import Any
 
 from orchestrator.atif import atif_to_rollout, load_atif
 from orchestrator.atif.validate import validate_extension
+from orchestrator.errors import BadOption
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext, NormalizeError
+from orchestrator.harnesses.options import Choice, Option, Text
 from orchestrator.scenarios import Scenario
 
 __all__ = ["OPTIONS", "PLACEHOLDERS", "AtifHarness"]
 
-# Every option of this harness in one place (name -> help); the first three are required.
-OPTIONS: dict[str, str] = {
-    "image": "required: an image of harness-probe's images/ (built as usual), or an image the engine already holds "
-    "(used as is; it needs a user `probe` with HOME /home/probe, as images FROM our base have)",
-    "command": "required: shell command template run with `sh -c`; placeholders {task} {model} {base_url} "
-    "{api_key} {task_id} {workdir} {home} {trajectory}, each filled in shell-quoted",
-    "trajectory": "required: absolute path below /home/probe or /tmp where the command writes its ATIF trajectory",
-    "version": "shell command printing the harness's version (default: none recorded)",
-    "delivery": "how a scripted step reaches the harness: tools (native tool calls, default), keystrokes, "
-    "python_blocks",
-    "name": "the harness name the rollout carries (default: the trajectory's agent.name)",
-    "writable": "comma-separated absolute paths the harness must write besides /home/probe and /tmp (256m each, "
-    "in memory; the root filesystem stays read-only)",
-}
+# Every option of this harness in one place (declared data, parsed by harnesses/options.py); the first three are
+# required, checked in __init__ (a declared default of None is "unset").
+OPTIONS: tuple[Option, ...] = (
+    Text(
+        "image",
+        None,
+        "required: an image of harness-probe's images/ (built as usual), or an image the engine already holds (used "
+        "as is; it needs a user `probe` with HOME /home/probe, as images FROM our base have)",
+    ),
+    Text(
+        "command",
+        None,
+        "required: shell command template run with `sh -c`; placeholders {task} {model} {base_url} {api_key} "
+        "{task_id} {workdir} {home} {trajectory}, each filled in shell-quoted",
+    ),
+    Text("trajectory", None, "required: absolute path below /home/probe, /tmp or a writable path: the ATIF file"),
+    Text("version", None, "shell command printing the harness's version (unset: none recorded)"),
+    Choice("delivery", ("tools", "keystrokes", "python_blocks"), "tools", "how a scripted step reaches the harness"),
+    Text("name", None, "the harness name the rollout carries (unset: the trajectory's agent.name)"),
+    Text(
+        "writable", None, "comma-separated absolute paths the harness writes besides /home/probe and /tmp (256m each)"
+    ),
+)
 REQUIRED = ("image", "command", "trajectory")
 PLACEHOLDERS = ("task", "model", "base_url", "api_key", "task_id", "workdir", "home", "trajectory")
-DELIVERIES = ("tools", "keystrokes", "python_blocks")
 
 
 def _placeholders(template: str) -> list[str]:
     try:
         return [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
     except ValueError as exc:
-        raise ValueError(f"harness 'atif': option command is not a valid template: {exc}") from None
+        raise BadOption(f"harness 'atif': option command is not a valid template: {exc}") from None
 
 
 class AtifHarness(Harness):
@@ -52,7 +62,7 @@ class AtifHarness(Harness):
     image = "base"  # replaced per instance by the `image` option
     description = "any harness that writes an ATIF trajectory: image, command template and trajectory path as options"
     protocols = ("chat", "responses", "messages")
-    options_help: ClassVar[dict[str, str]] = OPTIONS
+    options_declared = OPTIONS
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         super().__init__(options)
@@ -61,23 +71,21 @@ class AtifHarness(Harness):
             return
         missing = [k for k in REQUIRED if not self.options.get(k)]
         if missing:
-            raise ValueError(f"harness 'atif' needs option(s) {', '.join(missing)} (-a KEY=VALUE; see harnesses list)")
+            raise BadOption(f"harness 'atif' needs option(s) {', '.join(missing)} (-a KEY=VALUE; see harnesses list)")
         unknown = sorted(set(_placeholders(self.options["command"])) - set(PLACEHOLDERS))
         if unknown:
-            raise ValueError(f"harness 'atif': command has unknown placeholder(s) {unknown} (known: {PLACEHOLDERS})")
+            raise BadOption(f"harness 'atif': command has unknown placeholder(s) {unknown} (known: {PLACEHOLDERS})")
         extra = [p.strip() for p in self.options.get("writable", "").split(",") if p.strip()]
         for p in extra:
             if not PurePosixPath(p).is_absolute() or ".." in PurePosixPath(p).parts or p == "/":
-                raise ValueError(f"harness 'atif': writable path {p!r} is not an absolute path below /")
+                raise BadOption(f"harness 'atif': writable path {p!r} is not an absolute path below /")
         self.writable_paths = {**Harness.writable_paths, **dict.fromkeys(extra, "256m")}  # type: ignore[misc]
         path = PurePosixPath(self.options["trajectory"])
         writable = [PurePosixPath(w) for w in self.writable_paths]
         if not path.is_absolute() or ".." in path.parts or not any(w in path.parents for w in writable):
             where = ", ".join(self.writable_paths)
-            raise ValueError(f"harness 'atif': trajectory {str(path)!r} is not an absolute path below {where}")
-        self.delivery = self.options.get("delivery", "tools")
-        if self.delivery not in DELIVERIES:
-            raise ValueError(f"harness 'atif': delivery {self.delivery!r} is not one of {', '.join(DELIVERIES)}")
+            raise BadOption(f"harness 'atif': trajectory {str(path)!r} is not an absolute path below {where}")
+        self.delivery = self.settings.text("delivery")
         self.trajectory = str(path)
         # Instance attributes over the class's: the image and what is copied out are the options'.
         self.image = self.options["image"]  # type: ignore[misc]

@@ -20,7 +20,7 @@ GOOD = {"image": "reference", "command": "agent --task {task} --out {trajectory}
 
 def test_registered_and_listed_without_options() -> None:
     assert isinstance(get_harness("atif", GOOD), AtifHarness)
-    assert AtifHarness().options_help == OPTIONS  # `harnesses list` builds it bare
+    assert AtifHarness().options_declared == OPTIONS  # `harnesses list` builds it bare
 
 
 @pytest.mark.parametrize(
@@ -32,7 +32,7 @@ def test_registered_and_listed_without_options() -> None:
         ({**GOOD, "trajectory": "relative.json"}, "not an absolute path"),
         ({**GOOD, "trajectory": "/etc/t.json"}, "not an absolute path below"),
         ({**GOOD, "trajectory": "/home/probe/../../etc/t.json"}, "not an absolute path below"),
-        ({**GOOD, "delivery": "carrier-pigeon"}, "delivery 'carrier-pigeon'"),
+        ({**GOOD, "delivery": "carrier-pigeon"}, "delivery='carrier-pigeon' is not one of"),
         ({**GOOD, "colour": "red"}, "no option(s) ['colour']"),
     ],
 )
