@@ -10,7 +10,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -256,6 +256,14 @@ def _run(
         version = h.parse_version(text or "") or None
         override = cfg.variants[h.name][1] if h.name in cfg.variants else None
         images[h.name] = EpisodeImages(built["proxy"], proxy_version, image, version, override)
+    if cfg.variants:
+        # Each overridden pin with the version its image itself answered, so the reports can say what ran.
+        for entry in suite["harnesses"]:
+            if "override" in entry:
+                entry["override"] = {**entry["override"], "ran": images[entry["name"]].harness_version}
+                images[entry["name"]] = replace(images[entry["name"]], harness_override=entry["override"])
+        validate(suite, "suite/v1", "suite.json")
+        write_json(out.suite, suite)
 
     # Each episode's plan (its folder, scenario and runtime.json, its pod's spec), made when it begins or when its
     # pod is set up ahead, while the episode before it runs its harness.

@@ -8,7 +8,9 @@ __all__ = ["override_text", "overrides_of"]
 
 
 def override_text(name: str, override: dict[str, Any], ran: str | None = None) -> str:
-    """`pi: pin 0.73.1 overridden by release 0.72.1 (ran: 0.72.1)`; a source names its path and content hash."""
+    """`pi: pin 0.73.1 overridden by release 0.72.1; version that ran: pi 0.72.1` (the image's own answer, from
+    `ran` or the override's record); a source names its path and content hash."""
+    ran = ran if ran is not None else override.get("ran")
     pinned = override.get("pinned")
     pin = f"pin {pinned}" if pinned else "pinned image folder"
     if override["kind"] == "version":

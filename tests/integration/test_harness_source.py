@@ -63,6 +63,7 @@ def test_planted_misreport_fails_the_check_naming_it_while_the_pin_passes(images
         "source": str(source.resolve()),
         "source_kind": "image-folder",
         "source_sha256": digest,
+        "ran": "probe-reference 0.1.0",
     }
     assert runtime["harness"]["tag"] != load_json(tmp_path / "pin/suite.json", "suite/v1")["images"]["reference"]["tag"]
     chat = (source / "probe_reference" / "chat.py").read_bytes()
@@ -70,7 +71,8 @@ def test_planted_misreport_fails_the_check_naming_it_while_the_pin_passes(images
     summary = load_json(tmp_path / "s/summary.json", "probe-summary/v1")
     assert summary["harness_overrides"]["reference"]["source_sha256"] == digest
     for report in ("report.md", "report.html"):
-        assert digest in (tmp_path / "s" / report).read_text(), report
+        text = (tmp_path / "s" / report).read_text()
+        assert digest in text and "version that ran: probe-reference 0.1.0" in text, report
     assert f"sha256 {digest}" in res.stdout
 
 
