@@ -19,6 +19,7 @@ from orchestrator.errors import BadOption
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext, NormalizeError
 from orchestrator.harnesses.options import Choice, Option, Text
+from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
 __all__ = ["OPTIONS", "PLACEHOLDERS", "AtifHarness"]
@@ -121,7 +122,7 @@ class AtifHarness(Harness):
             return self.image
         return None
 
-    def normalize(self, native_dir: Path) -> dict[str, Any]:
+    def normalize(self, native_dir: Path) -> Rollout:
         path = native_dir / PurePosixPath(self.trajectory).name
         if not path.is_file():
             raise NormalizeError(f"the harness wrote no ATIF trajectory at {self.trajectory} (nothing was collected)")
