@@ -23,7 +23,7 @@ help:
 	@echo "make test            lint, unit, images, integration, the goldens changes select, in timed phases (GOLDENS=all)"
 	@echo "make images          build every image (reused when inputs are unchanged)"
 	@echo "make base-image      the Debian trixie root (pull, else debootstrap) and base image"
-	@echo "make lint            ruff + mypy + import contracts + actionlint + zizmor (workflows) + the packaging checks of make dist"
+	@echo "make lint            ruff + mypy + import contracts + actionlint + zizmor (workflows, action.yml) + the packaging checks of make dist"
 	@echo "make dist            wheel + sdist into dist/ (python -m build), checked by twine"
 	@echo "make bench           audit at scale; runtime overhead; --jobs 1 vs 2; proxy latency"
 	@echo "make screenshot      docs/images/episode-page.png from a real reference run (Docker, chromium)"
@@ -76,7 +76,7 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/actionlint .github/workflows/*.yml
-	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows/
+	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows/ action.yml
 	@$(MAKE) --no-print-directory dist
 
 # The distribution users install: its metadata must pass twine, and the wheel must carry the data folders.

@@ -56,6 +56,8 @@ class EpisodeImages:
     proxy_version: str | None
     harness: BuiltImage
     harness_version: str | None
+    # Set when the pin was overridden (--harness-version / --harness-source): what ran instead, for runtime.json.
+    harness_override: dict[str, Any] | None = None
 
 
 def _image_json(img: BuiltImage, version: str | None) -> dict[str, Any]:
@@ -169,6 +171,8 @@ def plan_episode(
         },
         "scenario_sha256": scenario.sha256,
     }
+    if images.harness_override is not None:
+        runtime_doc["harness_override"] = images.harness_override
     labels = create_labels(run_id, episode=episode_id, harness=harness.name, scenario=scenario.name)
     pod_spec = PodSpec(
         name=episode_id,

@@ -38,6 +38,7 @@ __all__ = [
     "BuildOptions",
     "BuiltImage",
     "ImageBuilder",
+    "ImageVariant",
     "context_digests",
     "image_folder",
     "image_names",
@@ -60,6 +61,19 @@ class BuiltImage:
     files: dict[str, str]  # context path -> sha256, recorded in runtime.json
     built: bool  # False when an existing image with the same inputs was reused
     seconds: float
+
+
+@dataclass(frozen=True)
+class ImageVariant:
+    """A harness image built from other inputs than its pinned ones (`run --harness-version/--harness-source`).
+
+    Its tag is made of its inputs as every image's is, so a variant never shares a tag with the pin.
+    """
+
+    key: str  # names the variant in logs and keeps it apart from the pin among the builds of one run
+    files: dict[str, bytes]  # context path -> content, replacing or adding to the image folder's files
+    whole: bool = False  # `files` are the whole context (an image folder given as the source)
+    on_pinned: bool = False  # built FROM the pinned image (a source installed over the pinned release)
 
 
 def image_names() -> list[str]:
@@ -157,16 +171,20 @@ class ImageBuilder:
             raise BuildError(f"bootstrapping {DEBIAN_TAG} failed:\n{proc.stderr.strip()[-3000:]}")
         return str(client.images.get(DEBIAN_TAG).id)
 
-    def build(self, name: str) -> BuiltImage:
-        if name in self._done:
-            return self._done[name]
+    def build(self, name: str, variant: ImageVariant | None = None) -> BuiltImage:
+        key = name if variant is None else f"{name}@{variant.key}"
+        if key in self._done:
+            return self._done[key]
         image_folder(name)  # an unknown name fails here, before anything is built
         if name == "base":
             parent_id, parent_arg = self.ensure_debian(), DEBIAN_TAG
         else:
-            parent = self.build(parent_of(name))
+            parent = self.build(name if variant is not None and variant.on_pinned else parent_of(name))
             parent_id, parent_arg = parent.image_id, parent.tag
         files = _context_files(name, self._extra_ca)
+        if variant is not None:
+            files = {"build-ca.pem": files["build-ca.pem"]} if variant.whole else files
+            files.update(variant.files)
         digests = {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
         h = hashlib.sha256()
         h.update(f"context-format={_CONTEXT_FORMAT}\nparent={parent_id}\n".encode())
@@ -180,7 +198,7 @@ class ImageBuilder:
             try:
                 existing = client.images.get(tag)
                 result = BuiltImage(name, tag, str(existing.id), inputs, digests, False, time.monotonic() - start)
-                self._done[name] = result
+                self._done[key] = result
                 log.info("image up to date", image=tag)
                 return result
             except ImageNotFound:
@@ -190,14 +208,14 @@ class ImageBuilder:
             imported = self.engine.import_image(tag)
             if imported is not None:
                 result = BuiltImage(name, tag, imported, inputs, digests, False, time.monotonic() - start)
-                self._done[name] = result
+                self._done[key] = result
                 log.info("image imported", image=tag, seconds=round(result.seconds, 1))
                 return result
         log.info("building image", image=tag)
         arg_name = "DEBIAN_IMAGE" if name == "base" else "BASE_IMAGE"
         image_id = self._docker_build(tag, _tar(files), {arg_name: parent_arg}, {INPUTS_LABEL: inputs})
         result = BuiltImage(name, tag, image_id, inputs, digests, True, time.monotonic() - start)
-        self._done[name] = result
+        self._done[key] = result
         log.info("built image", image=tag, seconds=round(result.seconds, 1))
         return result
 

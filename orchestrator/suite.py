@@ -10,7 +10,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -25,12 +25,12 @@ from orchestrator.errors import EXIT_ERROR, OutputExists
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.harnesses.isolated import start_server
-from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder
+from orchestrator.images import ArchiveImages, BuildError, BuildOptions, BuiltImage, ImageBuilder, ImageVariant
 from orchestrator.output import make_output, now_iso, write_json
 from orchestrator.parallel import long_first, run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.resources import input_key, scenario_schema_path
-from orchestrator.runtime import Engine, PodRuntime, deferred_interrupts
+from orchestrator.runtime import Engine, EngineAPIError, ImageNotFound, PodRuntime, deferred_interrupts
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
 from orchestrator.versions import image_version
@@ -54,6 +54,8 @@ class RunConfig:
     collect: CollectLimits = field(default_factory=CollectLimits)
     jobs: int = 1  # episodes at once
     shard: tuple[int, int] | None = None  # (I, N): only the I-th of N slices of the harness x scenario grid
+    # Harness name -> (its image built from other inputs than the pin, what runtime.json records of it).
+    variants: dict[str, tuple[ImageVariant, dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -77,6 +79,46 @@ def _inputs(scenarios: list[Scenario], built: dict[str, BuiltImage]) -> dict[str
             key = rel if rel.startswith("proxy_addons/") else f"images/{name}/{rel}"
             inputs[key] = digest
     return dict(sorted(inputs.items()))
+
+
+def _image_key(h: Harness, variants: dict[str, tuple[ImageVariant, dict[str, Any]]]) -> str:
+    # A variant is recorded beside the pin's image name, never in its place (both may be built in one run).
+    return f"{h.image}@{variants[h.name][0].key}" if h.name in variants else h.image
+
+
+def _build_harness(
+    builder: ImageBuilder | ArchiveImages, h: Harness, variants: dict[str, tuple[ImageVariant, dict[str, Any]]]
+) -> BuiltImage:
+    prebuilt = getattr(h, "prebuilt_image", lambda: None)()
+    if isinstance(prebuilt, str):
+        return _prebuilt(builder, prebuilt)
+    if h.name not in variants:
+        return builder.build(h.image)
+    if not isinstance(builder, ImageBuilder):
+        raise BuildError(f"{h.name}: a --harness-version/--harness-source image is built here, not taken from archives")
+    return builder.build(h.image, variants[h.name][0])
+
+
+def _prebuilt(builder: ImageBuilder | ArchiveImages, tag: str) -> BuiltImage:
+    # An image the engine already holds (the generic ATIF harness's `image`): used as is, recorded by its id.
+    if not isinstance(builder, ImageBuilder):
+        return builder.build(tag)
+    try:
+        found = builder.engine.client.images.get(tag)
+    except ImageNotFound:
+        raise BuildError(
+            f"image {tag!r} is no image folder of harness-probe and the engine holds no such image"
+        ) from None
+    except EngineAPIError as exc:
+        raise BuildError(f"image {tag!r}: the engine refused to look it up: {exc}") from None
+    return BuiltImage(tag, tag, str(found.id), str(found.id).removeprefix("sha256:"), {}, False, 0.0)
+
+
+def _suite_harness(h: Harness, variants: dict[str, tuple[ImageVariant, dict[str, Any]]]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": h.name, "options": h.options}
+    if h.name in variants:
+        entry["override"] = variants[h.name][1]
+    return entry
 
 
 def _builder(engine: PodRuntime, cfg: RunConfig, on_line: Callable[[str], None] | None) -> ImageBuilder:
@@ -167,8 +209,10 @@ def _run(
         else _builder(engine, cfg, on_build_line)
     )
     built: dict[str, BuiltImage] = {"proxy": builder.build("proxy")}
+    harness_images: dict[str, BuiltImage] = {}
     for h in cfg.harnesses:
-        built[h.image] = builder.build(h.image)
+        harness_images[h.name] = _build_harness(builder, h, cfg.variants)
+        built[_image_key(h, cfg.variants)] = harness_images[h.name]
     # `mitmdump --version` prints several lines (platform, OpenSSL, ...); the first names mitmproxy.
     proxy_text = (
         image_version(
@@ -189,7 +233,7 @@ def _run(
         "started_at": started_at,
         "tool_version": __version__,
         "command": shlex.join(["harness-probe", *sys.argv[1:]]),
-        "harnesses": [{"name": h.name, "options": h.options} for h in cfg.harnesses],
+        "harnesses": [_suite_harness(h, cfg.variants) for h in cfg.harnesses],
         "scenarios": [{"name": s.name, "sha256": s.sha256} for s in cfg.scenarios],
         "images": {
             n: {"tag": i.tag, "image_id": i.image_id, "inputs_sha256": i.inputs_sha256} for n, i in built.items()
@@ -207,9 +251,19 @@ def _run(
     # Every version probe before the first episode, so episodes running side by side share one answer.
     images: dict[str, EpisodeImages] = {}
     for h in cfg.harnesses:
-        text = image_version(engine, built[h.image], h.version_argv(), run_id, dict(h.writable_paths), version_timeout)
+        image = harness_images[h.name]
+        text = image_version(engine, image, h.version_argv(), run_id, dict(h.writable_paths), version_timeout)
         version = h.parse_version(text or "") or None
-        images[h.name] = EpisodeImages(built["proxy"], proxy_version, built[h.image], version)
+        override = cfg.variants[h.name][1] if h.name in cfg.variants else None
+        images[h.name] = EpisodeImages(built["proxy"], proxy_version, image, version, override)
+    if cfg.variants:
+        # Each overridden pin with the version its image itself answered, so the reports can say what ran.
+        for entry in suite["harnesses"]:
+            if "override" in entry:
+                entry["override"] = {**entry["override"], "ran": images[entry["name"]].harness_version}
+                images[entry["name"]] = replace(images[entry["name"]], harness_override=entry["override"])
+        validate(suite, "suite/v1", "suite.json")
+        write_json(out.suite, suite)
 
     # Each episode's plan (its folder, scenario and runtime.json, its pod's spec), made when it begins or when its
     # pod is set up ahead, while the episode before it runs its harness.

@@ -13,7 +13,20 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from orchestrator.cli import audit, ci, cleanup, doctor, export, harnesses, images, merge, results, run, scenarios
+from orchestrator.cli import (
+    audit,
+    ci,
+    cleanup,
+    doctor,
+    drift,
+    export,
+    harnesses,
+    images,
+    merge,
+    results,
+    run,
+    scenarios,
+)
 from orchestrator.cli import checks as checks_cli
 from orchestrator.cli import view as view_cli
 from orchestrator.errors import EXIT_ERROR, HarnessProbeError, one_line
@@ -64,6 +77,7 @@ app.command("audit")(audit.audit_command)
 app.command("export")(export.export_command)
 app.command("merge")(merge.merge_command)
 app.command("view")(view_cli.view_command)
+app.command("drift")(drift.drift_command)
 app.add_typer(scenarios.app, name="scenarios")
 app.add_typer(harnesses.app, name="harnesses")
 app.add_typer(images.app, name="images")

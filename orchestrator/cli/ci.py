@@ -11,7 +11,7 @@ import typer
 
 from orchestrator.evidence import validate
 from orchestrator.evidence.text import clean
-from orchestrator.harnesses import HARNESSES
+from orchestrator.harnesses import HARNESSES, IMAGE_FROM_OPTIONS
 from orchestrator.resources import checkout_root
 
 app = typer.Typer(no_args_is_help=True, help="CI helpers: select affected harnesses, publish the P0 check.")
@@ -24,10 +24,15 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_ERROR)
 
 
+def _probed() -> list[str]:
+    # What CI can probe unconfigured: every registered harness but those whose image is a run's option.
+    return sorted(h for h in HARNESSES if h not in IMAGE_FROM_OPTIONS)
+
+
 def _harness_images() -> dict[str, str]:
     # The registry names adapters lazily; their image folder equals their name for every registered harness,
     # and reading the class here would import every adapter. A mismatch is caught by a unit test.
-    return {h: h for h in HARNESSES}
+    return {h: h for h in _probed()}
 
 
 @app.command("select")
@@ -78,9 +83,9 @@ def select_command(
                 paths = read_change_list(sys.stdin.buffer.read(), "stdin")
         except GitError as exc:
             raise _fail(str(exc)) from None
-    sel = select(paths, HARNESSES, images=_harness_images(), parents=image_parents(repo))
+    sel = select(paths, _probed(), images=_harness_images(), parents=image_parents(repo))
     if all_harnesses:
-        sel.harnesses, sel.all = sorted(HARNESSES), True
+        sel.harnesses, sel.all = _probed(), True
     legs = [{"harness": h, "runtime": "docker"} for h in sel.harnesses]
     if "reference" in sel.harnesses:
         legs += [{"harness": "reference", "runtime": r} for r in extra_runtime or [] if r != "docker"]

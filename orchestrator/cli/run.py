@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, build_options, connect
+from orchestrator.cli.run_variant import HarnessSource, HarnessVersion, print_overrides, resolve_variants
 from orchestrator.errors import EXIT_ERROR
 from orchestrator.evidence.text import clean
 from orchestrator.harnesses import Harness, get_harness
@@ -93,6 +94,8 @@ def run(
     rebuild: Rebuild = False,
     runtime: Runtime = None,
     image_archives: ImageArchives = None,
+    harness_version: HarnessVersion = None,
+    harness_source: HarnessSource = None,
 ) -> None:
     """Run each harness x scenario episode in containers and check the harness's self-report against the witness.
 
@@ -109,11 +112,14 @@ def run(
     except ValueError as exc:
         raise _fail(str(exc)) from None
     check_output(output)
+    # A release the registry lacks, a source with nothing to install: named input errors, before any container.
+    variants = resolve_variants(harnesses, harness_version, harness_source, extra_ca)
     engine = connect(runtime, image_archives)
     console = Console(stderr=True)
     limits = CollectLimits(collect_max_bytes, collect_max_files, collect_timeout)
     n_jobs = jobs or default_jobs()
     cfg = RunConfig(harnesses, scenarios, output, timeout, build_options(extra_ca, rebuild), limits, n_jobs, shard_of)
+    cfg.variants = variants
     total = len(harnesses) * len(scenarios)
     if shard_of:
         total = len(shard_slice(range(total), *shard_of))
@@ -123,6 +129,7 @@ def run(
     with Progress(console, total, n_jobs, live) as progress:
         res = run_suite(cfg, engine, on_episode=progress.on_episode, on_harness_ended=progress.on_harness_ended)
     print_verdicts(res)
+    print_overrides(res.output, variants)
     typer.echo(f"results: {res.output.resolve()}")
     raise typer.Exit(res.exit_code)
 

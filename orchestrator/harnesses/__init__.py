@@ -28,6 +28,7 @@ log = structlog.get_logger(__name__)
 __all__ = [
     "ENTRY_POINT_GROUP",
     "HARNESSES",
+    "IMAGE_FROM_OPTIONS",
     "BrokenPlugin",
     "Harness",
     "HarnessEntry",
@@ -59,7 +60,10 @@ HARNESSES: dict[str, str] = {
     "terminus-2": "orchestrator.harnesses.terminus_2:Terminus2Harness",
     "nooa": "orchestrator.harnesses.nooa:NooaHarness",
     "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
+    "atif": "orchestrator.harnesses.atif:AtifHarness",
 }
+# Harnesses whose image is a run's option (-a image=...), not images/<name>: CI cannot probe them unconfigured.
+IMAGE_FROM_OPTIONS = frozenset({"atif"})
 
 
 class PluginError(RuntimeError):

@@ -3,7 +3,16 @@
 
 from typing import NotRequired, TypedDict
 
-__all__ = ["EngineInfo", "ImageInfo", "LaunchRecord", "Limits", "LimitsPair", "RuntimeRecord", "ToolInfo"]
+__all__ = [
+    "EngineInfo",
+    "HarnessOverride",
+    "ImageInfo",
+    "LaunchRecord",
+    "Limits",
+    "LimitsPair",
+    "RuntimeRecord",
+    "ToolInfo",
+]
 
 
 class ToolInfo(TypedDict):
@@ -59,6 +68,19 @@ class LimitsPair(TypedDict):
     harness: Limits
 
 
+class HarnessOverride(TypedDict):
+    """The pin overridden by `run --harness-version` / `--harness-source` (orchestrator/variants/)."""
+
+    kind: str
+    pinned: str | None
+    package: NotRequired[str]
+    version: NotRequired[str]
+    source: NotRequired[str]
+    source_kind: NotRequired[str]
+    ran: NotRequired[str | None]
+    source_sha256: NotRequired[str]
+
+
 class RuntimeRecord(TypedDict):
     schema: str
     tool: NotRequired[ToolInfo]
@@ -67,4 +89,5 @@ class RuntimeRecord(TypedDict):
     proxy: ImageInfo
     launch: LaunchRecord
     scenario_sha256: str
+    harness_override: NotRequired[HarnessOverride]
     limits: LimitsPair

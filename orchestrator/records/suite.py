@@ -4,6 +4,7 @@
 from typing import NotRequired, TypedDict
 
 from orchestrator.records.result import CheckRow, Execution, Gate, NormalizeRecord
+from orchestrator.records.runtime import HarnessOverride
 
 __all__ = [
     "Counts",
@@ -27,6 +28,7 @@ __all__ = [
 class SuiteHarness(TypedDict):
     name: str
     options: dict[str, str]
+    override: NotRequired[HarnessOverride]
 
 
 class SuiteScenario(TypedDict):
@@ -140,5 +142,6 @@ class Summary(TypedDict):
     errors: list[str]
     counts: Counts
     inputs: SummaryInputs
+    harness_overrides: NotRequired[dict[str, HarnessOverride]]
     missing: list[EpisodeRef]
     harnesses: list[SummaryHarness]

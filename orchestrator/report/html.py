@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import quote as _quote
 
+from orchestrator.report.overrides import override_text, overrides_of
 from orchestrator.report.table import (
     LEGEND,
     SYMBOLS,
@@ -195,6 +196,11 @@ def _body(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[Li
     )
     yield f"<p>verdict {_badge(summary['verdict'])} exit code <b>{summary['exit_code']}</b></p>"
     yield f'<div class="legend">{legend}<span>click a cell for its reasons and location</span></div>'
+    overrides = overrides_of(summary)
+    if overrides:
+        yield '<h2>Pins overridden</h2><ul class="overrides">'
+        yield from (f"<li>{esc(override_text(n, o))}</li>" for n, o in overrides.items())
+        yield "</ul>"
     if summary["errors"]:
         yield '<h2>Errors</h2><ul class="errors">'
         yield from (f"<li>{esc(err)}</li>" for err in summary["errors"])

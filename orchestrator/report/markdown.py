@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from orchestrator.report.overrides import override_text, overrides_of
 from orchestrator.report.table import (
     LEGEND,
     SYMBOLS,
@@ -93,6 +94,10 @@ def _lines(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[L
         "Legend: " + ", ".join(f"{SYMBOLS[status]} {text}" for status, text in LEGEND),
         "",
     ]
+    overrides = overrides_of(summary)
+    if overrides:
+        yield from ["## Pins overridden", ""] + [f"- {md(override_text(n, o), 1000)}" for n, o in overrides.items()]
+        yield ""
     if summary["errors"]:
         yield from ["## Errors", ""] + [f"- {md(err, 1000)}" for err in summary["errors"]] + [""]
     tables = list(tables)

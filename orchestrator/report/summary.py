@@ -214,6 +214,9 @@ class SummaryBuilder:
                 {"name": v.name, "options": v.options, "verdict": v.verdict, "scenarios": []} for v in self.views()
             ],
         }
+        overrides = {h["name"]: h["override"] for h in suite["harnesses"] if "override" in h}
+        if overrides:
+            summary["harness_overrides"] = overrides
         validate(summary, SUMMARY_FORMAT, "summary")
         return summary
 

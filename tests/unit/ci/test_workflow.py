@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from orchestrator.ci.action import main
 from orchestrator.resources import checkout_root
 
 REPO_ROOT = checkout_root() or Path(__file__).resolve().parents[3]
@@ -37,11 +36,15 @@ def test_triggers_and_reuse() -> None:
 
 
 def test_every_action_pinned_by_sha_with_version_comment() -> None:
-    uses = re.findall(r"^\s*(?:- )?uses: (\S+)(.*)", WORKFLOW.read_text(), re.M)
-    assert uses
-    for ref, comment in uses:
-        assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", ref), ref
-        assert re.fullmatch(r" # v\d+\.\d+\.\d+", comment), (ref, comment)
+    # The one local action is harness-probe's own (action.yml), from its checkout in .harness-probe.
+    for path in (WORKFLOW, REPO_ROOT / "action.yml"):
+        uses = re.findall(r"^\s*(?:- )?uses: (\S+)(.*)", path.read_text(), re.M)
+        assert uses
+        for ref, comment in uses:
+            if ref == "./.harness-probe":
+                continue
+            assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", ref), ref
+            assert re.fullmatch(r" # v\d+\.\d+\.\d+", comment), (ref, comment)
 
 
 def test_least_privilege() -> None:
@@ -55,11 +58,19 @@ def test_least_privilege() -> None:
     assert wf["jobs"]["probe"]["strategy"]["fail-fast"] is False
 
 
-def test_probe_calls_the_cli_not_make() -> None:
+def test_probe_jobs_use_the_action_from_harness_probes_own_checkout() -> None:
     scripts = [step["run"] for _, step in _steps() if "run" in step]
     commands = [ln.strip() for s in scripts for ln in s.splitlines() if not ln.strip().startswith("#")]
     assert not [c for c in commands if re.search(r"(^|[;&|(]\s*)make\b", c)]
-    assert any(c.startswith("harness-probe --log-format json run ") for c in commands)
+    jobs = _wf()["jobs"]
+    for job in ("select", "probe", "report", "drift"):
+        checkout = jobs[job]["steps"][0]
+        assert checkout["with"]["path"] == ".harness-probe", job  # never the caller's files
+        assert checkout["with"]["repository"] == "${{ env.HP_REPOSITORY }}", job
+    (probe,) = [s for s in jobs["probe"]["steps"] if s.get("uses") == "./.harness-probe"]
+    # 1 (a harness failing checks) is a measurement here; the report job makes the check of it.
+    assert probe["with"]["fail-on"] == "error" and "timeout-minutes" in probe
+    assert probe["with"]["artifact-name"].startswith("harness-conformance-${{ matrix.harness }}-")
     assert all("timeout-minutes" in step for job, step in _steps() if job == "probe" and "run" in step)
 
 
@@ -74,23 +85,17 @@ def _fake_cli(tmp: Path, run_code: int) -> Path:
 
 @pytest.mark.parametrize(("run_code", "step_ok"), [(0, True), (1, True), (2, False), (130, False)])
 def test_probe_step_keeps_exit_codes(tmp_path: Path, run_code: int, step_ok: bool) -> None:
-    """The probe step's own script under GitHub's `bash -eo pipefail`: 1 is a measurement, 2 is not."""
-    (step,) = [s for job, s in _steps() if job == "probe" and s.get("id") == "probe"]
-    bin_dir = _fake_cli(tmp_path, run_code)
+    """The action's probe step as the workflow runs it (fail-on: error): 1 is a measurement, 2 is not."""
+    fake = _fake_cli(tmp_path, run_code) / "harness-probe"
     env = {
-        **os.environ,
-        "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",
-        "HARNESS": "hermes",
-        "RUNTIME": "docker",
-        "LEG": str(tmp_path / "leg"),
+        "HP_HARNESS": "hermes",
+        "HP_FAIL_ON": "error",
+        "HP_EVIDENCE": str(tmp_path / "ev"),
         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "out"),
     }
-    script = tmp_path / "step.sh"
-    script.write_text(step["run"])
-    res = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env,
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert (res.returncode == 0) == step_ok, res.stderr
-    leg = json.loads((tmp_path / "leg" / "leg.json").read_text())
+    assert (main(env, exe=str(fake)) == 0) == step_ok
+    leg = json.loads((tmp_path / "ev" / "hermes-docker" / "leg.json").read_text())
     assert leg == {"schema": "ci-leg/v1", "harness": "hermes", "runtime": "docker", "exit_code": run_code}
 
 
@@ -110,11 +115,12 @@ def test_the_job_with_a_write_token_runs_the_base_commits_code_and_installs_are_
     report = jobs["report"]
     assert report["permissions"].get("checks") == "write"
     checkout = next(s for s in report["steps"] if str(s.get("uses", "")).startswith("actions/checkout@"))
-    assert checkout["with"]["ref"].startswith("${{ github.event.pull_request.base.sha ||")
+    # A caller names harness-probe's commit (harness-probe-ref); in harness-probe's own runs it is the base commit.
+    assert checkout["with"]["ref"].startswith("${{ inputs.harness-probe-ref || github.event.pull_request.base.sha ||")
     for name, job in jobs.items():
         for step in job["steps"]:
             if "pip install" in str(step.get("run", "")):
-                assert "-c .github/constraints.txt" in step["run"], name
+                assert "-c .harness-probe/.github/constraints.txt" in step["run"], name
     pins = [ln for ln in (REPO_ROOT / ".github" / "constraints.txt").read_text().splitlines() if ln[:1] not in "#"]
     assert pins and all("==" in ln for ln in pins)
     assert any(ln.startswith("orjson==") for ln in pins)
