@@ -71,6 +71,8 @@ def drift_command(
     changed per scenario.
 
     Exit code 0: no P0 check regressed; 1: a P0 check that did not fail at the pin fails now; 2: an error.
+
+    Example: harness-probe drift -H pi --against 0.72.1 -s tool_success
     """
     if (pinned_run is None) != (other_run is None):
         raise _fail("give both --pinned-run and --other-run (to compare two saved runs), or neither")
