@@ -144,9 +144,12 @@ def test_doctor_with_docker_host_at_nothing_agrees_with_run() -> None:
 
 
 def test_run_with_a_bad_runtime_name_is_a_named_input_error(tmp_path: Path) -> None:
-    res = CliRunner().invoke(
-        app,
-        ["run", "-H", "reference", "-s", "tool_success", "-o", str(tmp_path / "out"), "--runtime", "dokker"],
-    )
-    assert res.exit_code == 2, res.output
-    assert "harness-probe: UnknownRuntime: unknown runtime 'dokker' (--runtime dokker; one of: docker" in res.output
+    # --runtime (and HARNESS_PROBE_RUNTIME, its environment form) lists its choices, so the option parser names
+    # the bad value before anything starts; the selection's own UnknownRuntime is tested above.
+    args = ["run", "-H", "reference", "-s", "tool_success", "-o", str(tmp_path / "out")]
+    for extra, env in ((["--runtime", "dokker"], {}), ([], {"HARNESS_PROBE_RUNTIME": "dokker"})):
+        res = CliRunner().invoke(app, [*args, *extra], env=env)
+        assert res.exit_code == 2, res.output
+        flat = " ".join(res.output.replace("│", " ").split())
+        assert "'dokker' is not one of 'docker', 'podman', 'apptainer'" in flat, res.output
+    assert not (tmp_path / "out").exists()
