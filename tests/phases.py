@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from orchestrator.ci.select import Selection, image_parents, select
-from orchestrator.harnesses import HARNESSES
+from orchestrator.harnesses import HARNESSES, IMAGE_FROM_OPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 LAST_LANDED = ROOT / ".ci" / "last-landed"
@@ -100,9 +100,15 @@ def _module(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", name)
 
 
+def probed() -> list[str]:
+    """Every registered harness CI can probe unconfigured (as `ci select` counts them): not one whose image is a
+    run's option (-a image=...), which has no image folder to build and no golden."""
+    return sorted(h for h in HARNESSES if h not in IMAGE_FROM_OPTIONS)
+
+
 def choose(mode: str, base_override: str | None) -> tuple[Selection, str]:
     """The goldens to run and the one-line reason for the choice."""
-    names = sorted(HARNESSES)
+    names = probed()
     if mode == "all":
         return Selection(names, True), "--goldens all"
     if mode == "none":
@@ -223,7 +229,9 @@ def _finish(phases: list[Phase], sel: Selection, files: dict[str, list[str]], wh
     ran = {p.name.removeprefix("golden ") for p in phases if p.name.startswith("golden ")}
     print(f"=== goldens ({why})")
     for h in sorted(HARNESSES):
-        if h in ran:
+        if h in IMAGE_FROM_OPTIONS:
+            print(f"  {h}: not a CI golden (its image is a run's option; its tests run in unit and integration)")
+        elif h in ran:
             reason = "every golden" if sel.all else "its inputs changed"
             print(f"  {h}: ran ({reason}: {len(files[h])} test(s))")
         elif h == "reference" and any(p.name == "integration" for p in phases):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.harnesses import HARNESSES
+from orchestrator.harnesses import HARNESSES, IMAGE_FROM_OPTIONS
 from tests import phases
 
-ALL = sorted(HARNESSES)
+ALL = sorted(set(HARNESSES) - IMAGE_FROM_OPTIONS)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -109,7 +109,7 @@ def test_record_landed_only_on_a_clean_tree(repo: Path, capsys: pytest.CaptureFi
 def test_every_harness_but_the_reference_has_a_golden_and_no_file_is_unowned() -> None:
     files = phases.golden_files()
     assert files[""] == [], "a test file in tests/harnesses that names no harness"
-    assert sorted(h for h in HARNESSES if not files[h]) == ["reference"]
+    assert sorted(h for h in HARNESSES if not files[h]) == sorted({"reference", *IMAGE_FROM_OPTIONS})
     assert files["pi"][0] == "tests/harnesses/test_golden.py::test_verdict_table_equals_the_golden[pi]"
     assert "tests/harnesses/test_codex_podman.py" in files["codex"]
     assert all(f.startswith("tests/harnesses/test_golden.py::") for f in files["pi"])
@@ -155,3 +155,11 @@ def test_the_closing_count_sums_every_phase_and_an_unreadable_file_is_a_failure(
     (tmp_path / "phase-02.xml").write_text('<testsuite tests="3" failures="0" errors="0" skipped="0"/>')
     (tmp_path / "phase-03.xml").write_text("not xml")
     assert phases.junit_counts(sorted(tmp_path.glob("phase-*.xml"))) == (5, 3, 1)
+
+
+def test_what_ci_probes_is_every_harness_with_an_image_folder() -> None:
+    # The images phase builds `proxy reference <selected>`: a harness whose image is a run's option (-H atif)
+    # has no folder, and asking for it made the phase exit 2 (a red run with every test green).
+    root = Path(__file__).resolve().parents[3]
+    assert phases.probed() == ALL and "atif" not in ALL
+    assert all((root / "images" / h).is_dir() for h in ALL), [h for h in ALL if not (root / "images" / h).is_dir()]
