@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 
 from orchestrator.evidence import FormatError, load_json, validate
@@ -104,10 +105,50 @@ def _render(harness: str, docs: Path) -> None:
     _write(docs / f"{harness}.md", page)
 
 
+def _saved_as(slot: str, summary: bytes, harness: str, docs: Path) -> Path:
+    """Where the run is saved: runs/HARNESS/ for the pinned run, runs/HARNESS/newest/ for a newest release's run,
+    which must be a run of another release (its override record says which) beside a pinned run already saved."""
+    from orchestrator.report.overrides import overrides_of
+    from orchestrator.report.side_by_side import NEWEST
+
+    override = overrides_of(loads(summary)).get(harness)
+    pinned = docs / "runs" / harness
+    if slot == "pinned":
+        if override is not None:
+            kind = "another release" if override["kind"] == "version" else "a local source"
+            why = f"the run probed {kind} of {harness!r}, not its pin"
+            hint = "; publish it with --as newest" if override["kind"] == "version" else ""
+            raise _refuse(f"{why}: it is not published as the pinned results{hint}")
+        return pinned
+    if harness == NEWEST:
+        raise _refuse(f"a harness named {NEWEST!r} has no newest slot (its runs/{NEWEST}/{NEWEST}/ is its own)")
+    if override is None or override["kind"] != "version":
+        what = "its pin" if override is None else "a local source"
+        raise _refuse(f"the run probed {what} of {harness!r}, not another release (run it with --harness-version)")
+    if os.path.islink(pinned) or not (pinned / "summary.json").is_file():
+        raise _refuse(f"{harness!r} has no pinned run saved in {pinned} to show the newest beside; publish it first")
+    return pinned / NEWEST
+
+
+def _refuse(message: str) -> typer.Exit:
+    typer.echo(f"harness-probe: {message}", err=True)
+    return typer.Exit(2)
+
+
 @app.command("publish")
 def publish(
     run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")],
     harness: Annotated[str, typer.Option("--harness", "-H", help="The harness whose results to publish.")],
+    slot: Annotated[
+        str,
+        typer.Option(
+            "--as",
+            click_type=click.Choice(["pinned", "newest"]),
+            help="pinned: the run of the harness's pin (replaces runs/HARNESS/, a newest run saved there too). "
+            "newest: a run of another release (`run --harness-version`, as `drift` makes), saved in "
+            "runs/HARNESS/newest/ beside the pinned run; the page then shows both side by side.",
+        ),
+    ] = "pinned",
     docs_dir: DocsDir = None,
 ) -> None:
     """Save a run into docs/results/runs/HARNESS/ (summary, evidence); render docs/results/HARNESS.md and the matrix.
@@ -116,6 +157,8 @@ def publish(
     evidence.tar.gz, at most 6 MiB; `harness-probe audit docs/results/runs/HARNESS -H HARNESS -o DIR` re-checks it.
 
     Example: harness-probe results publish out/ -H reference
+
+    Example: harness-probe results publish drift-pi/0.80.2 -H pi --as newest
     """
     if not (run_dir / "summary.json").is_file():
         typer.echo(f"harness-probe: {run_dir} has no summary.json (an interrupted run certifies nothing)", err=True)
@@ -146,6 +189,7 @@ def publish(
     except (JsonFault, FormatError) as exc:
         typer.echo(f"harness-probe: {exc}", err=True)
         raise typer.Exit(2) from None
+    dest = _saved_as(slot, saved["summary.json"], harness, docs)
     from orchestrator.report.published import ARCHIVE, EvidenceError, pack_evidence
 
     try:
@@ -153,10 +197,12 @@ def publish(
     except (EvidenceError, OSError) as exc:
         typer.echo(f"harness-probe: the run's evidence cannot be published: {exc}", err=True)
         raise typer.Exit(2) from None
-    dest = docs / "runs" / harness
     if os.path.islink(dest):
         typer.echo(f"harness-probe: {dest} is a link; not replaced", err=True)
         raise typer.Exit(2)
+    if slot == "pinned" and harness != "newest" and (dest / "newest").is_dir():
+        # A newest run beside an older pinned run would be shown beside one it was never compared with.
+        typer.echo(f"removed {dest / 'newest'}, saved beside the old pinned run; publish it again with --as newest")
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -170,7 +216,8 @@ def publish(
     # Every episode's witness, rollout, native logs and scenario: `harness-probe audit` of dest re-checks them.
     (dest / ARCHIVE).write_bytes(evidence)
     _render(harness, docs)
-    matrix(docs)
+    if slot == "pinned":  # the matrix lists pinned runs only
+        matrix(docs)
 
 
 @app.command("render")

@@ -12,6 +12,7 @@ from orchestrator.report.evidence_doc import label_legend
 from orchestrator.report.findings import LABEL_IDS, label_cells, wrongs
 from orchestrator.report.markdown import _check_table, _scenario_table, md
 from orchestrator.report.results_notes import MATRIX_NOTES
+from orchestrator.report.side_by_side import newest_section
 from orchestrator.report.table import LEGEND, SYMBOLS, joined, views
 
 __all__ = ["label_matrix", "render_results"]
@@ -89,6 +90,8 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
         "".join(joined(_scenario_table(t))),
         "",
     ]
+    # A newest release's run saved beside this one (`results publish --as newest`); none leaves the page as it was.
+    lines += newest_section(run_dir, harness, summary, (rt or {}).get("harness", {}).get("version"))
     return "\n".join(lines)
 
 

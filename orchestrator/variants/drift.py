@@ -8,7 +8,7 @@ from typing import Any
 
 from orchestrator.evidence import FormatError, load_json
 
-__all__ = ["Change", "DriftReport", "compare_runs"]
+__all__ = ["Change", "DriftReport", "compare_results", "compare_runs"]
 
 
 @dataclass(frozen=True)
@@ -52,13 +52,21 @@ def _results(run: Path, harness: str) -> dict[str, dict[str, Any]]:
 
 
 def compare_runs(harness: str, pinned: Path, other: Path) -> DriftReport:
-    """Changes per scenario, scenarios in name order and checks in the pinned result's order."""
-    before, after = _results(pinned, harness), _results(other, harness)
+    """Changes per scenario between two run directories (each episode's scenario_result.json)."""
+    return compare_results(harness, _results(pinned, harness), _results(other, harness), f"{pinned}, {other}")
+
+
+def compare_results(
+    harness: str, before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], where: str
+) -> DriftReport:
+    """Changes per scenario between two sets of scenario results (scenario name -> result, as a run's
+    scenario_result.json or its summary's entry holds it), scenarios in name order and checks in the pinned
+    result's order; `where` names the two runs in an error."""
     changes: list[Change] = []
     verdicts: dict[str, tuple[str, str]] = {}
     errors: list[str] = []
     if not before and not after:
-        errors.append(f"neither run holds a result of harness {harness!r} ({pinned}, {other})")
+        errors.append(f"neither run holds a result of harness {harness!r} ({where})")
     for scenario in sorted(set(before) | set(after)):
         a, b = before.get(scenario), after.get(scenario)
         if a is None or b is None:
