@@ -161,10 +161,10 @@ def _trial(entry: HarnessEntry, module: str, attr: str) -> str | None:
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=PLUGIN_IMPORT_SECONDS, env=env, check=False)
     except subprocess.TimeoutExpired:
-        return f"importing {entry.target} did not finish in {PLUGIN_IMPORT_SECONDS:g}s"
+        return f"cannot load {entry.target}: its import did not finish in {PLUGIN_IMPORT_SECONDS:g}s"
     if proc.returncode != 0 or proc.stdout.strip().splitlines()[-1:] != [_PLUGIN_OK]:
         last = (proc.stderr.strip().splitlines() or ["no error output"])[-1][:300]
-        return f"importing {entry.target} did not complete (exit {proc.returncode}): {last}"
+        return f"cannot load {entry.target}: its import did not complete (exit {proc.returncode}): {last}"
     return None
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.episode import WITNESS_DIR, WITNESS_TMPFS
 from orchestrator.runtime import ContainerSpec, Engine, PodSpec, create_labels
 from orchestrator.runtime.collect import Collection
 from orchestrator.scenarios import load_scenario
@@ -50,6 +51,7 @@ def test_lookups_of_other_names_are_refused_and_witnessed(engine: Engine, images
             labels=labels,
         ),
         shared="/probe/markers",
+        proxy_writable={WITNESS_DIR: WITNESS_TMPFS},
         ready_log=b"DNS server listening at",
     )  # fmt: skip
     with engine.pod(spec) as pod:

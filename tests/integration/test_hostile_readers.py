@@ -52,8 +52,10 @@ def test_a_lone_surrogate_and_non_utf8_names_reach_every_sink_as_escapes(images:
     assert proc.returncode == 1, proc.stderr
     assert json.loads(check.read_bytes())["output"]["summary"] == md.read_text(encoding="utf-8")
     proc, _ = _cli("export", str(root), "-o", str(tmp_path / "atif"))
-    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
-    assert not list((tmp_path / "atif").rglob("trajectory.json"))  # no rollout: nothing, not a 0-byte file
+    # No rollout to export: an input error (2) naming the episode and why, never a traceback or a 0-byte file.
+    assert proc.returncode == 2 and b"Traceback" not in proc.stderr, proc.stderr
+    assert b"skipped reference/" in proc.stderr and b"nothing exported" in proc.stderr, proc.stderr
+    assert not (tmp_path / "atif").exists()
 
 
 def test_an_atif_call_count_of_10_15_is_a_fail_in_bounded_memory(images: Images, tmp_path: Path) -> None:

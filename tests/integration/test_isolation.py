@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.episode import WITNESS_DIR, WITNESS_TMPFS
 from orchestrator.runtime import ContainerSpec, Engine, PodSpec, create_labels
 from orchestrator.runtime.collect import Collection
 from orchestrator.scenarios import load_scenario
@@ -105,6 +106,7 @@ def test_harness_reaches_only_the_provider(engine: Engine, images: Images, tmp_p
         ),
         shared="/probe/markers",
         writable={"/home/probe": "64m", "/tmp": "64m"},
+        proxy_writable={WITNESS_DIR: WITNESS_TMPFS},
         ready_log=b"DNS server listening at",
     )
     with engine.pod(spec) as pod:
