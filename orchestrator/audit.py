@@ -34,10 +34,8 @@ from orchestrator.runtime.collect import Collection, CollectLimits, Finding
 from orchestrator.scenarios import list_scenarios
 from orchestrator.treehash import TreeHashes, write_audit_record
 from orchestrator.verdict import (
-    INTERRUPTED,
     collect_evidence,
     judge,
-    keep_unjudged,
     normalize_native,
     read_rollout,
     result_skeleton,
@@ -124,10 +122,6 @@ def _collection_record(old: dict[str, Any] | None, copied: Collection) -> dict[s
     return record
 
 
-class _KeptInterrupted(Exception):
-    """The saved episode was cut short by its run's stop: it is not judged again."""
-
-
 def _audit_episode(
     harness_name: str,
     scenario_name: str,
@@ -164,11 +158,6 @@ def _audit_episode(
         result["collection"] = None  # its place among the keys; filled once the copy is whole
         judged: Evidence | None = None
         try:
-            if old is not None and old["execution"]["status"] == INTERRUPTED:
-                # Cut short by the run's stop, its evidence ends where the stop cut it: kept as the run left it,
-                # never judged again into a fail (the honest harness would look like a liar).
-                result["normalize"] = dict(old["normalize"])
-                raise _KeptInterrupted
             # The inputs hold no cycle (JSON data, their indexes): the collector need not walk their millions of
             # objects while they are read, nor again and again while the checks run (seconds on a 100,000-call
             # rollout), so they are read with it paused and then frozen out of its sight. Thawed when the episode
@@ -195,10 +184,9 @@ def _audit_episode(
                 gc.freeze()
             # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
             ev.rollout_parsed = rollout_format == "probe"
+            # An episode its run's stop cut short stays `interrupted`: judge() never re-judges it into a fail.
             judge(result, scenario, ev)
             judged = ev
-        except _KeptInterrupted:
-            keep_unjudged(result)
         except Exception as exc:  # one broken episode is reported as an error; the others are still audited
             result["execution"] = {
                 **execution,

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from orchestrator.episode import EpisodePlan
+from orchestrator.errors import EXIT_INTERRUPTED
 from orchestrator.output import now_iso, write_json
 from orchestrator.paths import EpisodePaths
-from orchestrator.runtime import received_signal
+from orchestrator.runtime import deferred_interrupts, received_signal
 
-if TYPE_CHECKING:
-    from orchestrator.suite import SuiteResult
+__all__ = ["RunInterrupted", "SuiteResult", "cut_short", "partial_run"]
 
-__all__ = ["RunInterrupted", "cut_short"]
+
+@dataclass
+class SuiteResult:
+    run_id: str
+    output: Path
+    results: list[dict[str, Any]]
+    exit_code: int  # decided by the summary: 0 every P0 gate passes, 1 a check failed, 2 an error, 130 interrupted
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -56,3 +64,34 @@ def cut_short(
     result["finished_at"] = now_iso()
     write_json(paths.result, result)
     return result
+
+
+def partial_run(
+    run_id: str,
+    output: Path,
+    suite: dict[str, Any],
+    results: list[dict[str, Any]],
+    planned: int,
+    full_suite: bool,
+    started_at: str,
+) -> RunInterrupted:
+    """The reports of a stopped run (`results`: the episodes it started, in the grid's order), written now, and the
+    exception that ends the run with them."""
+    from orchestrator.report import Interruption, report_run
+
+    signal = received_signal()
+    try:
+        # A second Ctrl-C waits until the partial reports are whole; the run ends as interrupted either way.
+        with deferred_interrupts():
+            code = report_run(
+                output,
+                suite,
+                results,
+                full_suite=full_suite,
+                started_at=started_at,
+                finished_at=now_iso(),
+                interrupted=Interruption(signal),
+            )
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    return RunInterrupted(SuiteResult(run_id, output, results, code), planned, signal)

@@ -22,7 +22,7 @@ import structlog
 from orchestrator import __version__
 from orchestrator.ahead import PodsAhead
 from orchestrator.episode import EpisodeImages, EpisodePlan, plan_episode, play_episode
-from orchestrator.errors import EXIT_ERROR, EXIT_INTERRUPTED, OutputExists
+from orchestrator.errors import EXIT_ERROR, OutputExists
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
 from orchestrator.harnesses.isolated import start_server
@@ -41,7 +41,7 @@ from orchestrator.runtime import (
 )
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
-from orchestrator.stop import RunInterrupted, cut_short
+from orchestrator.stop import RunInterrupted, SuiteResult, cut_short, partial_run
 from orchestrator.versions import image_version
 
 log = structlog.get_logger(__name__)
@@ -65,14 +65,6 @@ class RunConfig:
     shard: tuple[int, int] | None = None  # (I, N): only the I-th of N slices of the harness x scenario grid
     # Harness name -> (its image built from other inputs than the pin, what runtime.json records of it).
     variants: dict[str, tuple[ImageVariant, dict[str, Any]]] = field(default_factory=dict)
-
-
-@dataclass
-class SuiteResult:
-    run_id: str
-    output: Path
-    results: list[dict[str, Any]]
-    exit_code: int  # decided by the summary: 0 every P0 gate passes, 1 a check failed, 2 an error, 130 interrupted
 
 
 def new_run_id() -> str:
@@ -266,17 +258,7 @@ def _run(
                          on_episode, on_harness_ended)  # fmt: skip
     except KeyboardInterrupt:
         results = [done[i] for i in range(len(grid)) if i in done]
-        from orchestrator.report import Interruption, report_run
-
-        signal = received_signal()
-        try:
-            # A second Ctrl-C waits until the partial reports are whole; the run ends as interrupted either way.
-            with deferred_interrupts():
-                code = report_run(cfg.output, suite, results, full_suite=_full_suite(cfg), started_at=started_at,
-                                  finished_at=now_iso(), interrupted=Interruption(signal))  # fmt: skip
-        except KeyboardInterrupt:
-            code = EXIT_INTERRUPTED
-        raise RunInterrupted(SuiteResult(run_id, cfg.output, results, code), len(grid), signal) from None
+        raise partial_run(run_id, cfg.output, suite, results, len(grid), _full_suite(cfg), started_at) from None
 
 
 def _full_suite(cfg: RunConfig) -> bool:
