@@ -124,3 +124,10 @@ def test_every_report_of_a_partial_run_says_it_was_interrupted(tmp_path: Path) -
     assert never is not None and "not run" in (never.get("message") or "")
     saved = json.loads((run_dir / "reference" / "retry_429" / "scenario_result.json").read_text())
     assert saved["verdict"] == "interrupted"
+
+
+def test_the_partial_summary_s_own_record_is_the_only_one_at_the_root(tmp_path: Path) -> None:
+    # contrib/slurm/merge.sbatch tells a partial shard from a whole one by this line alone (no JSON reader there).
+    run_dir, suite, results = _run(tmp_path)
+    text = summary_bytes(build_summary(run_dir, suite, results, True, T0, T1, Interruption("SIGTERM"))).decode()
+    assert [line for line in text.splitlines() if line.startswith('  "interrupted"')] == ['  "interrupted": {']

@@ -224,7 +224,9 @@ def test_an_audit_keeps_an_interrupted_episode_interrupted(tmp_path: Path, witne
 def _shard(root: Path, index: int, cells: list[tuple[str, str, str]], interrupted: bool) -> Path:
     run_id = f"20250101T12000{index}-shard{index}"
     plan = make_suite(["reference"], ["retry_429", "tool_failure", "tool_success"], run_id=run_id)
-    plan.update(shard={"index": index, "count": 2}, episodes=[{"harness": "reference", "scenario": s} for s, _, _ in cells])
+    plan.update(
+        shard={"index": index, "count": 2}, episodes=[{"harness": "reference", "scenario": s} for s, _, _ in cells]
+    )
     results = []
     for scenario, verdict, _ in cells:
         r = result("reference", scenario, "pass", checks(), run_id=run_id)
