@@ -17,7 +17,7 @@ import structlog
 from orchestrator import __version__
 from orchestrator.atif import read_atif_rollout
 from orchestrator.audit_copy import EvidenceCopy
-from orchestrator.audit_find import atif_export_hint, episode_names, find_episodes, no_episodes
+from orchestrator.audit_find import atif_export_hint, episode_names, find_episodes, no_episodes, was_cut_short
 from orchestrator.audit_find import is_kind as _is
 from orchestrator.checks.evidence import Evidence
 from orchestrator.errors import BadOption, InputChanged
@@ -292,7 +292,7 @@ def _audit_all(
                     "episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name
                 )
             log.info("auditing", harness=h, scenario=s)
-            if not _is(ep / "witness.jsonl", stat.S_IFREG):
+            if not _is(ep / "witness.jsonl", stat.S_IFREG) and not was_cut_short(str(ep)):
                 # The checks name the copy they read; the user needs the saved folder's missing file.
                 log.warning("the saved episode has no witness: every check that reads the wire fails",
                             missing=str(ep / "witness.jsonl"))  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 from orchestrator.evidence.jsonread import JsonFault, read_bytes
 from orchestrator.verdict import INTERRUPTED
 
-__all__ = ["atif_export_hint", "episode_names", "find_episodes", "is_kind", "no_episodes"]
+__all__ = ["atif_export_hint", "episode_names", "find_episodes", "is_kind", "no_episodes", "was_cut_short"]
 
 
 def is_kind(path: str | Path, kind: int) -> bool:
@@ -43,7 +43,7 @@ def episode_names(source: Path, skipped: list[str] | None = None) -> list[tuple[
             ep = os.path.join(root, h, s)
             scenario = is_kind(os.path.join(ep, "scenario.json"), stat.S_IFREG)
             evidence = [f for f in ("witness.jsonl", "rollout.json") if is_kind(os.path.join(ep, f), stat.S_IFREG)]
-            if scenario and (evidence or _cut_short(ep)):
+            if scenario and (evidence or was_cut_short(ep)):
                 found.append((h, s))
             elif skipped is not None and scenario:
                 skipped.append(f"{h}/{s}: it has scenario.json but neither witness.jsonl nor rollout.json")
@@ -52,7 +52,7 @@ def episode_names(source: Path, skipped: list[str] | None = None) -> list[tuple[
     return found
 
 
-def _cut_short(episode: str) -> bool:
+def was_cut_short(episode: str) -> bool:
     """An episode its run's stop cut short before the witness was copied out: its result says `interrupted`, and an
     audit keeps it so (left out, it would count as missing: an error)."""
     path = os.path.join(episode, "scenario_result.json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from orchestrator.output import now_iso, write_json
 from orchestrator.paths import EpisodePaths
 from orchestrator.runtime import deferred_interrupts, received_signal
 
-__all__ = ["RunInterrupted", "SuiteResult", "cut_short", "partial_run"]
+__all__ = ["RunInterrupted", "SuiteResult", "cut_short", "drop_unplayed", "partial_run"]
 
 
 @dataclass
@@ -95,3 +96,12 @@ def partial_run(
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
     return RunInterrupted(SuiteResult(run_id, output, results, code), planned, signal)
+
+
+def drop_unplayed(folders: list[Path]) -> None:
+    """Remove the folders of episodes that never began: a plan made ahead (scenario.json, runtime.json) while the
+    episode before ran holds nothing of a harness, and left behind it would pass for half an episode. They are
+    `interrupted.not_run` in the summary."""
+    for folder in folders:
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)

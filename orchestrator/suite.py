@@ -41,7 +41,7 @@ from orchestrator.runtime import (
 )
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
-from orchestrator.stop import RunInterrupted, SuiteResult, cut_short, partial_run
+from orchestrator.stop import RunInterrupted, SuiteResult, cut_short, drop_unplayed, partial_run
 from orchestrator.versions import image_version
 
 log = structlog.get_logger(__name__)
@@ -257,8 +257,22 @@ def _run(
         return _episodes(cfg, engine, out, run_id, suite, harness_images, built, proxy_version, grid, done, started_at,
                          on_episode, on_harness_ended)  # fmt: skip
     except KeyboardInterrupt:
-        results = [done[i] for i in range(len(grid)) if i in done]
-        raise partial_run(run_id, cfg.output, suite, results, len(grid), _full_suite(cfg), started_at) from None
+        raise _stopped(cfg, out, run_id, suite, grid, done, started_at) from None
+
+
+def _stopped(
+    cfg: RunConfig,
+    out: RunPaths,
+    run_id: str,
+    suite: dict[str, Any],
+    grid: list[tuple[Harness, Scenario]],
+    done: dict[int, dict[str, Any]],
+    started_at: str,
+) -> RunInterrupted:
+    """A stop once the episodes began: what never began leaves nothing, the partial reports are written."""
+    drop_unplayed([out.episode(h.name, sc.name).root for i, (h, sc) in enumerate(grid) if i not in done])
+    results = [done[i] for i in range(len(grid)) if i in done]
+    return partial_run(run_id, cfg.output, suite, results, len(grid), _full_suite(cfg), started_at)
 
 
 def _full_suite(cfg: RunConfig) -> bool:

@@ -95,7 +95,7 @@ def _episodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int, play: 
     with pytest.raises(KeyboardInterrupt):
         suite._episodes(cfg, engine, out, RUN_ID, plan, {"reference": IMAGE}, {"proxy": IMAGE}, None, grid, done,  # type: ignore[arg-type]
                         T0, None, None)  # fmt: skip
-    stopped = stop.partial_run(RUN_ID, cfg.output, plan, [done[i] for i in sorted(done)], len(grid), False, T0)
+    stopped = suite._stopped(cfg, out, RUN_ID, plan, grid, done, T0)
     return stopped, done
 
 
@@ -141,6 +141,10 @@ def test_with_jobs_1_the_episode_the_stop_lands_in_is_interrupted_and_the_rest_n
 ) -> None:
     def play(_engine: _Engine, plan: Any, *_: Any, **__: Any) -> dict[str, Any]:
         if plan.index == 1:
+            # The next episode's plan was made ahead while this harness ran: its folder exists, nothing ran in it.
+            ahead = tmp_path / "out" / "reference" / GRID[2]
+            ahead.mkdir(parents=True)
+            (ahead / "scenario.json").write_text("{}")
             raise KeyboardInterrupt  # the signal lands in this very thread, mid-episode
         return result("reference", GRID[plan.index], "pass", checks())
 
@@ -152,6 +156,8 @@ def test_with_jobs_1_the_episode_the_stop_lands_in_is_interrupted_and_the_rest_n
     assert (stopped.finished, stopped.interrupted, stopped.not_run) == (1, 1, 2)
     summary = load_json(tmp_path / "out" / "summary.json", "probe-summary/v1")
     assert [e["scenario"] for e in summary["interrupted"]["not_run"]] == ["model_error", "retry_429"]
+    # What never began leaves no folder that would pass for half an episode (an audit would name it as one).
+    assert sorted(p.name for p in (tmp_path / "out" / "reference").iterdir()) == ["tool_failure"]
 
 
 def test_the_pool_says_a_stop_is_a_stop_before_its_clean_up_kills_what_runs() -> None:
