@@ -320,8 +320,8 @@ def _episodes(
         for h, sc in grid
     ]
 
-    # Set the moment a stop is seen (before its clean-up kills the running harnesses): an episode that returns after
-    # it was cut short, whatever its evidence now says.
+    # Set the moment a stop is seen, before its clean-up kills the running harnesses: an episode that returns once it
+    # is set was cut short, whatever its evidence now says.
     stopping = threading.Event()
 
     def episode(index: int, free: Callable[[], None]) -> dict[str, Any]:
