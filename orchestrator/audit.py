@@ -17,6 +17,8 @@ import structlog
 from orchestrator import __version__
 from orchestrator.atif import read_atif_rollout
 from orchestrator.audit_copy import EvidenceCopy
+from orchestrator.audit_find import atif_export_hint, episode_names, find_episodes, no_episodes, was_cut_short
+from orchestrator.audit_find import is_kind as _is
 from orchestrator.checks.evidence import Evidence
 from orchestrator.errors import BadOption, InputChanged
 from orchestrator.evidence import Fault, FormatError, load_json, validate
@@ -27,11 +29,17 @@ from orchestrator.output import check_output, make_output, now_iso, write_json
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.report.episode_page import write_episode_page
 from orchestrator.report.output import write_streamed
-from orchestrator.report.summary import SummaryBuilder
+from orchestrator.report.summary import Interruption, SummaryBuilder
 from orchestrator.runtime.collect import Collection, CollectLimits, Finding
 from orchestrator.scenarios import list_scenarios
 from orchestrator.treehash import TreeHashes, write_audit_record
-from orchestrator.verdict import collect_evidence, judge, normalize_native, read_rollout, result_skeleton
+from orchestrator.verdict import (
+    collect_evidence,
+    judge,
+    normalize_native,
+    read_rollout,
+    result_skeleton,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -74,73 +82,6 @@ class AuditResult:
     output: Path
     results: SavedResults
     exit_code: int
-
-
-def _is(path: str | Path, kind: int) -> bool:
-    """lstat-based: a link is never taken for what it points to."""
-    try:
-        return stat.S_IFMT(os.lstat(path).st_mode) == kind
-    except OSError:
-        return False
-
-
-def _dirs(folder: str) -> list[str]:
-    """The names of folder's real folders, sorted; kinds from the listing itself (lstat only where it gives none)."""
-    with os.scandir(folder) as it:
-        names = [e.name for e in it if e.is_dir(follow_symlinks=False)]
-    names.sort()
-    return names
-
-
-def episode_names(source: Path, skipped: list[str] | None = None) -> list[tuple[str, str]]:
-    """(harness, scenario) for every `<harness>/<scenario>/` holding a scenario.json and a witness or a rollout.
-
-    Only real folders and files count: a link in the source tree is never followed. Plain strings, one harness
-    name shared by its episodes: a source of 10,000 episodes must not cost 10,000 Path objects at once.
-    skipped, when given, gets one line per folder that holds part of an episode but not enough, naming what it lacks.
-    """
-    root = os.fspath(source)
-    found = []
-    for h in _dirs(root):
-        for s in _dirs(os.path.join(root, h)):
-            ep = os.path.join(root, h, s)
-            scenario = _is(os.path.join(ep, "scenario.json"), stat.S_IFREG)
-            evidence = [f for f in ("witness.jsonl", "rollout.json") if _is(os.path.join(ep, f), stat.S_IFREG)]
-            if scenario and evidence:
-                found.append((h, s))
-            elif skipped is not None and scenario:
-                skipped.append(f"{h}/{s}: it has scenario.json but neither witness.jsonl nor rollout.json")
-            elif skipped is not None and evidence:
-                skipped.append(f"{h}/{s}: it has {' and '.join(evidence)} but no scenario.json")
-    return found
-
-
-def atif_export_hint(source: Path) -> str | None:
-    """What to say when an ATIF export is audited as probe rollouts: its episodes hold trajectory.json, no rollout."""
-    episodes = episode_names(source)
-    if not episodes or any(_is(source / h / s / "rollout.json", stat.S_IFREG) for h, s in episodes):
-        return None
-    if not all(_is(source / h / s / "trajectory.json", stat.S_IFREG) for h, s in episodes):
-        return None
-    return (
-        f"{source} holds ATIF trajectories (trajectory.json, an export) and no rollout.json: "
-        f"audit it with --rollout-format atif"
-    )
-
-
-def no_episodes(source: Path) -> str:
-    """Why `source` holds no episode, naming the folders that hold part of one and what each lacks."""
-    skipped: list[str] = []
-    episode_names(source, skipped)
-    expected = (
-        "no episodes found (an episode is <harness>/<scenario>/ with scenario.json and witness.jsonl or rollout.json)"
-    )
-    return expected + ("; " + "; ".join(skipped[:5]) if skipped else "")
-
-
-def find_episodes(source: Path) -> list[tuple[str, str, Path]]:
-    """(harness, scenario, dir) for every episode episode_names finds."""
-    return [(h, s, source / h / s) for h, s in episode_names(source)]
 
 
 def _suite(source: Path, episodes: list[tuple[str, str]]) -> dict[str, Any]:
@@ -243,6 +184,7 @@ def _audit_episode(
                 gc.freeze()
             # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
             ev.rollout_parsed = rollout_format == "probe"
+            # An episode its run's stop cut short stays `interrupted`: judge() never re-judges it into a fail.
             judge(result, scenario, ev)
             judged = ev
         except Exception as exc:  # one broken episode is reported as an error; the others are still audited
@@ -350,7 +292,7 @@ def _audit_all(
                     "episode of another harness audited with --harness", episode=f"{h}/{s}", harness=harness.name
                 )
             log.info("auditing", harness=h, scenario=s)
-            if not _is(ep / "witness.jsonl", stat.S_IFREG):
+            if not _is(ep / "witness.jsonl", stat.S_IFREG) and not was_cut_short(str(ep)):
                 # The checks name the copy they read; the user needs the saved folder's missing file.
                 log.warning("the saved episode has no witness: every check that reads the wire fails",
                             missing=str(ep / "witness.jsonl"))  # fmt: skip
@@ -375,8 +317,12 @@ def _finish(
     if changed:
         raise InputChanged(f"input files changed during the audit: {', '.join(changed[:10])}")
     old_summary = source / "summary.json"
+    interrupted: Interruption | None = None
     if os.path.lexists(old_summary):
-        full_suite = bool(load_json(old_summary, "probe-summary/v1")["full_suite"])
+        saved = load_json(old_summary, "probe-summary/v1")
+        full_suite = bool(saved["full_suite"])
+        # A stopped run stays stopped: what it never ran is not run, not missing.
+        interrupted = Interruption.of(saved)
     else:
         full_suite = {s for _, s in episodes} >= {s.name for s in list_scenarios()}
     record: dict[str, Any] = {
@@ -387,4 +333,6 @@ def _finish(
         **({"rollout_format": rollout_format} if rollout_format != "probe" else {}),
     }
     write_audit_record(output / "audit.json", record, before)
-    return write_streamed(output, builder, full_suite=full_suite, started_at=started, finished_at=now_iso())
+    return write_streamed(
+        output, builder, full_suite=full_suite, started_at=started, finished_at=now_iso(), interrupted=interrupted
+    )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "BadFile",
     "BadOption",
     "BuildError",
@@ -42,6 +43,8 @@ __all__ = [
 
 # Input and execution errors share exit code 2; 1 is reserved for a failed check.
 EXIT_ERROR = 2
+# A run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it), with or without a partial summary.
+EXIT_INTERRUPTED = 130
 
 
 class HarnessProbeError(Exception):

@@ -15,7 +15,7 @@ from orchestrator.evidence import FormatError, load_json, validate
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES
 from orchestrator.output import check_output, make_output, write_json
 from orchestrator.paths import RunPaths
-from orchestrator.report import report_run
+from orchestrator.report import Interruption, report_run
 from orchestrator.runtime.collect import MAX_TREE_DEPTH, Collection, CollectLimits
 from orchestrator.scenarios import list_scenarios
 
@@ -53,7 +53,8 @@ class UnsafeShard(MergeError):
 
 
 class IncompleteShard(MergeError):
-    """An input has no summary.json: interrupted, still running, or not a run directory."""
+    """An input has no summary.json: killed, still running, or not a run directory. (A run stopped by Ctrl-C or
+    SIGTERM has one, marked interrupted: it is merged, and the merged run is interrupted too.)"""
 
 
 @dataclass
@@ -78,7 +79,7 @@ def _load(path: Path) -> _Source:
     if not paths.suite.is_file():
         raise IncompleteShard(f"{path}: no suite.json (not a run directory)")
     if not (path / "summary.json").is_file():
-        raise IncompleteShard(f"{path}: no summary.json (the run was interrupted or is still running)")
+        raise IncompleteShard(f"{path}: no summary.json (the run was killed or is still running)")
     try:
         suite = load_json(paths.suite, "suite/v1")
         summary = load_json(path / "summary.json", "probe-summary/v1")
@@ -205,7 +206,15 @@ def _write(output: Path, suite: dict[str, Any], ordered: list[_Source]) -> Merge
     # Expected: every harness x scenario of the union, so a shard left out shows up as missing episodes.
     full_suite = {sc["name"] for sc in suite["scenarios"]} >= {sc.name for sc in list_scenarios()}
     finished = max(s.summary["timestamps"]["finished_at"] for s in ordered)
+    # A shard that was stopped makes the merged run a stopped one: its episodes that never ran are not run.
+    stops = [i for s in ordered if (i := Interruption.of(s.summary)) is not None]
     code = report_run(
-        output, suite, results, full_suite=full_suite, started_at=suite["started_at"], finished_at=finished
+        output,
+        suite,
+        results,
+        full_suite=full_suite,
+        started_at=suite["started_at"],
+        finished_at=finished,
+        interrupted=Interruption(next((i.signal for i in stops if i.signal), None)) if stops else None,
     )
     return MergeResult(output, results, code)

@@ -102,6 +102,7 @@ def run_pool(
     cleanup: Callable[[], object],
     grace: float = 120.0,
     order: Sequence[int] | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
     """`work(item, free)` for every item; results in the items' order, as a loop would give.
 
@@ -110,7 +111,8 @@ def run_pool(
     `free()` (its harness ended) or returns: what it does after `free()` (collecting, checking) overlaps the next
     item, so an item's tail never idles a slot; at most `jobs` more items are in such a tail at once. On any
     exception (Ctrl-C included) nothing new starts, `cleanup` removes the run's objects until every started item
-    has returned, and the exception propagates.
+    has returned, and the exception propagates. `on_stop` is called on Ctrl-C (or SIGTERM) before that clean-up
+    begins: the items still running can tell they were cut short.
     """
     if jobs <= 1:
         return [work(item, _nothing) for item in items]
@@ -155,6 +157,8 @@ def run_pool(
             _raise_first_error(done)
     except BaseException as exc:
         stop.set()
+        if on_stop is not None and isinstance(exc, KeyboardInterrupt):
+            on_stop()
         for f in futures:
             f.cancel()
         log.warning("stopping: removing every running episode's containers", running=sum(not f.done() for f in futures))

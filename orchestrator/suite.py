@@ -1,4 +1,5 @@
-"""A run: build what is needed, then the harness x scenario episodes (a shard of them, N at once), then the verdict."""
+"""A run: build what is needed, then the harness x scenario episodes (a shard of them, N at once), then the verdict;
+stopped by Ctrl-C or SIGTERM once its episodes have begun, the partial verdict of what it got through."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import structlog
 
 from orchestrator import __version__
 from orchestrator.ahead import PodsAhead
-from orchestrator.episode import EpisodeImages, plan_episode, play_episode
+from orchestrator.episode import EpisodeImages, EpisodePlan, plan_episode, play_episode
 from orchestrator.errors import EXIT_ERROR, OutputExists
 from orchestrator.evidence.validate import SCHEMA_DIR, validate
 from orchestrator.harnesses import Harness
@@ -30,14 +31,22 @@ from orchestrator.output import make_output, now_iso, write_json
 from orchestrator.parallel import long_first, run_pool, shard_slice
 from orchestrator.paths import EpisodePaths, RunPaths
 from orchestrator.resources import input_key, scenario_schema_path
-from orchestrator.runtime import Engine, EngineAPIError, ImageNotFound, PodRuntime, deferred_interrupts
+from orchestrator.runtime import (
+    Engine,
+    EngineAPIError,
+    ImageNotFound,
+    PodRuntime,
+    deferred_interrupts,
+    received_signal,
+)
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
+from orchestrator.stop import RunInterrupted, SuiteResult, cut_short, drop_unplayed, partial_run
 from orchestrator.versions import image_version
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["EXIT_ERROR", "OutputExists", "RunConfig", "SuiteResult", "run_suite"]
+__all__ = ["EXIT_ERROR", "OutputExists", "RunConfig", "RunInterrupted", "SuiteResult", "run_suite"]
 
 # A version command that never ends is killed after this long (or the episode timeout, if shorter).
 VERSION_TIMEOUT_SECONDS = 60.0
@@ -56,14 +65,6 @@ class RunConfig:
     shard: tuple[int, int] | None = None  # (I, N): only the I-th of N slices of the harness x scenario grid
     # Harness name -> (its image built from other inputs than the pin, what runtime.json records of it).
     variants: dict[str, tuple[ImageVariant, dict[str, Any]]] = field(default_factory=dict)
-
-
-@dataclass
-class SuiteResult:
-    run_id: str
-    output: Path
-    results: list[dict[str, Any]]
-    exit_code: int  # decided by the summary: 0 every P0 gate passes, 1 a check failed, 2 an error
 
 
 def new_run_id() -> str:
@@ -174,13 +175,15 @@ def run_suite(
     engine.sweep()
     try:
         return _run(cfg, engine, out, run_id, on_build_line, on_episode, on_harness_ended)
-    except BaseException:
+    except BaseException as stopped:
         # Whatever was interrupted mid-creation: nothing labelled with this run survives it. A clean-up that fails
         # is told with its remedy and never replaces what stopped the run (Ctrl-C still exits 130).
         with deferred_interrupts():
             try:
                 engine.cleanup(run_id)
             except Exception as exc:
+                if isinstance(stopped, RunInterrupted):
+                    stopped.cleaned = False
                 log.error(
                     "the run's containers could not all be removed",
                     error=f"{type(exc).__name__}: {exc}"[:1000],
@@ -248,6 +251,51 @@ def _run(
         suite["episodes"] = [{"harness": h.name, "scenario": sc.name} for h, sc in grid]
     validate(suite, "suite/v1", "suite.json")
     write_json(out.suite, suite)
+    # From here on a stop leaves partial results: every episode started, finished or cut short, in the grid's order.
+    done: dict[int, dict[str, Any]] = {}
+    try:
+        return _episodes(cfg, engine, out, run_id, suite, harness_images, built, proxy_version, grid, done, started_at,
+                         on_episode, on_harness_ended)  # fmt: skip
+    except KeyboardInterrupt:
+        raise _stopped(cfg, out, run_id, suite, grid, done, started_at) from None
+
+
+def _stopped(
+    cfg: RunConfig,
+    out: RunPaths,
+    run_id: str,
+    suite: dict[str, Any],
+    grid: list[tuple[Harness, Scenario]],
+    done: dict[int, dict[str, Any]],
+    started_at: str,
+) -> RunInterrupted:
+    """A stop once the episodes began: what never began leaves nothing, the partial reports are written."""
+    drop_unplayed([out.episode(h.name, sc.name).root for i, (h, sc) in enumerate(grid) if i not in done])
+    results = [done[i] for i in range(len(grid)) if i in done]
+    return partial_run(run_id, cfg.output, suite, results, len(grid), _full_suite(cfg), started_at)
+
+
+def _full_suite(cfg: RunConfig) -> bool:
+    return {s.name for s in cfg.scenarios} >= {s.name for s in list_scenarios()}
+
+
+def _episodes(
+    cfg: RunConfig,
+    engine: PodRuntime,
+    out: RunPaths,
+    run_id: str,
+    suite: dict[str, Any],
+    harness_images: dict[str, BuiltImage],
+    built: dict[str, BuiltImage],
+    proxy_version: str | None,
+    grid: list[tuple[Harness, Scenario]],
+    done: dict[int, dict[str, Any]],
+    started_at: str,
+    on_episode: Callable[[str, str, dict[str, Any] | None], None] | None,
+    on_harness_ended: Callable[[str, str], None] | None,
+) -> SuiteResult:
+    """The version probes and every episode, then the reports; each episode's result lands in `done` as it ends."""
+    version_timeout = min(VERSION_TIMEOUT_SECONDS, cfg.timeout)
     # Every version probe before the first episode, so episodes running side by side share one answer.
     images: dict[str, EpisodeImages] = {}
     for h in cfg.harnesses:
@@ -272,12 +320,17 @@ def _run(
         for h, sc in grid
     ]
 
+    # Set the moment a stop is seen, before its clean-up kills the running harnesses: an episode that returns once it
+    # is set was cut short, whatever its evidence now says.
+    stopping = threading.Event()
+
     def episode(index: int, free: Callable[[], None]) -> dict[str, Any]:
         h, sc = grid[index]
         if on_episode:
             on_episode(h.name, sc.name, None)
         log.info("episode", harness=h.name, scenario=sc.name, run_id=run_id)
         paths = out.episode(h.name, sc.name)
+        plan: EpisodePlan | None = None
 
         def ended() -> None:
             free()
@@ -287,8 +340,22 @@ def _run(
         try:
             plan, ready = ahead.begin(index)
             result = play_episode(engine, plan, cfg.collect, ready, on_started=ahead.set_up_next, on_ended=ended)
+        except KeyboardInterrupt:  # --jobs 1: the stop lands here, in the episode's own thread
+            stopping.set()
+            with deferred_interrupts():
+                done[index] = cut_short(paths, h.name, sc.name, run_id, plan)
+                if on_episode:
+                    on_episode(h.name, sc.name, done[index])
+            raise
         except Exception as exc:  # one episode never takes the run down: it is that episode's error
             result = _episode_crashed(paths, h.name, sc.name, run_id, exc)
+        # It ran on past the stop (--jobs N): its harness was killed by the stop's clean-up.
+        if stopping.is_set() and result["verdict"] != "skipped":
+            from orchestrator.verdict import interrupted_result
+
+            result = interrupted_result(result, received_signal())
+            write_json(paths.result, result)
+        done[index] = result
         if on_episode:
             on_episode(h.name, sc.name, result)
         return result
@@ -298,10 +365,12 @@ def _run(
     order = long_first(grid, lambda e: e[1].harness_deadline is not None) if cfg.jobs > 1 else None
     import_ahead()
     with PodsAhead(engine, planners, order) as ahead:
-        results = run_pool(range(len(grid)), episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id), order=order)
-    # Reports only once every episode has finished; summary.json last, so an interrupted run has none.
-    full_suite = {s.name for s in cfg.scenarios} >= {s.name for s in list_scenarios()}
+        results = run_pool(range(len(grid)), episode, cfg.jobs, cleanup=lambda: engine.cleanup(run_id), order=order,
+                           on_stop=stopping.set)  # fmt: skip
+    # Reports once every episode has finished; summary.json last.
     from orchestrator.report import report_run
 
-    code = report_run(cfg.output, suite, results, full_suite=full_suite, started_at=started_at, finished_at=now_iso())
+    code = report_run(
+        cfg.output, suite, results, full_suite=_full_suite(cfg), started_at=started_at, finished_at=now_iso()
+    )
     return SuiteResult(run_id, cfg.output, results, code)

@@ -19,10 +19,12 @@ from orchestrator.records import NormalizeRecord, Rollout
 
 log = structlog.get_logger(__name__)
 
+# The verdict and execution status of an episode the run's stop cut short.
+INTERRUPTED = "interrupted"
 MAX_MARKERS = 10_000
 MARKER_BYTES = 64 * 1024
 
-__all__ = ["collect_evidence", "judge", "normalize_native"]
+__all__ = ["INTERRUPTED", "collect_evidence", "interrupted_result", "judge", "keep_unjudged", "normalize_native"]
 
 
 def normalize_native(
@@ -100,6 +102,9 @@ def _markers(folder: Path) -> dict[str, str]:
 
 def judge(result: dict[str, Any], scenario: dict[str, Any], ev: Evidence) -> dict[str, Any]:
     """Fill checks, gates and verdict into a scenario_result skeleton (execution and normalize already set)."""
+    if result["execution"]["status"] == INTERRUPTED:
+        # Its evidence ends where the stop cut it: judged, the honest harness would look like a liar.
+        return keep_unjudged(result)
     ev.execution = result["execution"]
     checks = run_checks(ev, scope_of(scenario, ev.execution))
     result["inputs_unavailable"] = dict(sorted(ev.errors.items()))
@@ -132,5 +137,22 @@ def result_skeleton(
         "normalize": {"status": "skipped", "message": None},
         "checks": [],
         "gate": {"P0": False},
-        "verdict": "skipped" if execution["status"] == "skipped" else "error",
+        "verdict": execution["status"] if execution["status"] in ("skipped", INTERRUPTED) else "error",
     }
+
+
+def keep_unjudged(result: dict[str, Any]) -> dict[str, Any]:
+    """An interrupted episode's result as it stays, in the run and in every audit of it: no checks, no gate."""
+    result.update(inputs_unavailable={}, checks=[], gate={"P0": False}, verdict=INTERRUPTED)
+    return result
+
+
+def interrupted_result(result: dict[str, Any], signal: str | None) -> dict[str, Any]:
+    """An episode's result as the run's stop leaves it: execution `interrupted` (its exit code, if it had one, was
+    the stop's doing: a harness whose pod is removed exits 137), no checks, verdict `interrupted`."""
+    execution = dict(result["execution"])
+    by = f" by {signal}" if signal else ""
+    why = f"the run was interrupted{by} before this episode finished: its evidence is incomplete and was not judged"
+    execution.update(status=INTERRUPTED, error=why)
+    out = {**result, "execution": execution, "normalize": dict(result["normalize"])}
+    return keep_unjudged(out)

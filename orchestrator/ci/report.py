@@ -85,7 +85,14 @@ def _from_summary(summary: dict[str, Any], runtime: str, source: str) -> list[Ro
         if first:
             ff = first["first_failure"]
             row.first_failure = f"{first['scenario']}: {ff['source']}: {ff['reason']}"
-        if h["verdict"] == "error" or missing or global_errors:
+        stopped = summary.get("interrupted")
+        if stopped is not None:
+            # A stopped run measured part of the grid, and what it cut short not at all: no pass, no fail.
+            not_run = sum(m["harness"] == h["name"] for m in stopped["not_run"])
+            cut = sum(e["verdict"] == "interrupted" for e in episodes)
+            row.status = "unavailable"
+            row.note = f"the run was interrupted: {cut} episode(s) cut short, {not_run} not run"
+        elif h["verdict"] == "error" or missing or global_errors:
             row.status = "unavailable"
             row.note = (global_errors[0] if global_errors else None) or (
                 f"no result for {', '.join(missing)}" if missing else "an episode could not be run or checked"
@@ -98,6 +105,9 @@ def _from_summary(summary: dict[str, Any], runtime: str, source: str) -> list[Ro
     for m in summary["missing"]:
         if m["harness"] not in {h["name"] for h in summary["harnesses"]}:
             rows.append(Row(m["harness"], runtime, "unavailable", source, note="no episode produced a result"))
+    for m in summary.get("interrupted", {}).get("not_run", []):
+        if m["harness"] not in {h["name"] for h in summary["harnesses"]}:
+            rows.append(Row(m["harness"], runtime, "unavailable", source, note="the run was interrupted before it ran"))
     # One row per harness even when a harness lost every episode and is only named in `missing`.
     merged: dict[str, Row] = {}
     for r in rows:

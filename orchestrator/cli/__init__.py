@@ -29,7 +29,7 @@ from orchestrator.cli import (
 )
 from orchestrator.cli import checks as checks_cli
 from orchestrator.cli import view as view_cli
-from orchestrator.errors import EXIT_ERROR, HarnessProbeError, one_line
+from orchestrator.errors import EXIT_ERROR, EXIT_INTERRUPTED, HarnessProbeError, one_line
 from orchestrator.logs import LogFormat, configure_logging
 from orchestrator.resources import build_info
 from orchestrator.runtime import install_interrupt_handlers
@@ -134,9 +134,13 @@ def main() -> None:
             stream.reconfigure(errors="backslashreplace")
     try:
         rc = app(standalone_mode=False)
-    except (KeyboardInterrupt, click.exceptions.Abort):
-        print("harness-probe: interrupted; what the run created was removed", file=sys.stderr)
-        _exit(130)
+    except (KeyboardInterrupt, click.exceptions.Abort) as exc:
+        from orchestrator.stop import RunInterrupted
+
+        # A run (drift's included) stopped once its episodes began says how far it got and where its results are.
+        plain = "harness-probe: interrupted; what the run created was removed"
+        print(exc.message() if isinstance(exc, RunInterrupted) else plain, file=sys.stderr)
+        _exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         _exit(EXIT_USAGE)

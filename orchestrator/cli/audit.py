@@ -59,7 +59,8 @@ def audit_command(
     """Re-check saved episodes (witness + rollout, or witness + native logs with --harness), with no Docker.
 
     Writes scenario_result.json per episode, summary.json, report.md, report.html and junit.xml into OUTPUT.
-    Exit code 0: every P0 gate passes; 1: a check failed; 2: an input error or an input changed while read.
+    Exit code 0: every P0 gate passes; 1: a check failed; 2: an input error or an input changed while read; 130:
+    the audited run was interrupted (its interrupted episodes stay so, never judged again).
 
     Example: harness-probe audit out/ -o audited/
     """

@@ -21,7 +21,8 @@ def merge_command(
     Refuses overlapping inputs (an episode or shard twice: OverlappingShards), inputs that measured different
     things (profile, harness-probe version, scenario, image id or harness options: InconsistentShards) and
     unfinished runs (IncompleteShard), and shards holding what no run writes (a link, FIFO, device, over-cap or
-    too-deep file: UnsafeShard). Exit code as `run`: 0 pass, 1 a check failed, 2 an error or a missing episode.
+    too-deep file: UnsafeShard). Exit code as `run`: 0 pass, 1 a check failed, 2 an error or a missing episode, 130
+    when a shard was interrupted (its partial summary is merged, and the merged run says so).
     The summary is rebuilt from each episode's scenario_result.json, whose verdicts are taken as the run wrote
     them: `harness-probe audit OUTPUT` judges the merged evidence again.
 

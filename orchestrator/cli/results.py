@@ -170,10 +170,14 @@ def publish(
     docs = _docs(docs_dir)
     _plain(harness)
     try:
-        probed = [h["name"] for h in load_json(run_dir / "summary.json", "probe-summary/v1")["harnesses"]]
+        summary = load_json(run_dir / "summary.json", "probe-summary/v1")
     except FormatError as exc:
         typer.echo(f"harness-probe: {exc}", err=True)
         raise typer.Exit(2) from None
+    if "interrupted" in summary:
+        typer.echo(f"harness-probe: {run_dir} was interrupted (its summary is partial): it certifies nothing", err=True)
+        raise typer.Exit(2)
+    probed = [h["name"] for h in summary["harnesses"]]
     runtimes = sorted(run_dir.glob(f"{glob.escape(harness)}/*/runtime.json"))
     if harness not in probed or not runtimes:
         typer.echo(f"harness-probe: the run has no episode of {harness!r} (it probed: {', '.join(probed)})", err=True)

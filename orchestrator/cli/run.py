@@ -13,7 +13,7 @@ from rich.table import Table
 
 from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, build_options, connect
 from orchestrator.cli.run_variant import HarnessSource, HarnessVersion, print_overrides, resolve_variants
-from orchestrator.errors import EXIT_ERROR
+from orchestrator.errors import EXIT_ERROR, EXIT_INTERRUPTED
 from orchestrator.evidence.text import clean
 from orchestrator.harnesses import Harness, get_harness
 from orchestrator.output import check_output
@@ -21,7 +21,7 @@ from orchestrator.parallel import default_jobs, parse_shard, shard_slice
 from orchestrator.progress import Progress
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios, load_scenario
-from orchestrator.suite import RunConfig, SuiteResult, run_suite
+from orchestrator.suite import RunConfig, RunInterrupted, SuiteResult, run_suite
 
 if TYPE_CHECKING:
     from orchestrator.audit import AuditResult
@@ -99,7 +99,8 @@ def run(
 ) -> None:
     """Run each harness x scenario episode in containers and check the harness's self-report against the witness.
 
-    Exit code 0: every episode passes the P0 gate; 1: a check failed; 2: an input or execution error.
+    Exit code 0: every episode passes the P0 gate; 1: a check failed; 2: an input or execution error; 130: stopped
+    by Ctrl-C or SIGTERM (the episodes it cut short are `interrupted`, the partial summary is marked so).
 
     Example: harness-probe run -H reference -s tool_success -o out/
     """
@@ -126,8 +127,14 @@ def run(
     root = click.get_current_context().find_root().params
     live = console.is_terminal and str(root.get("log_format", "human")) != "json"
 
-    with Progress(console, total, n_jobs, live) as progress:
-        res = run_suite(cfg, engine, on_episode=progress.on_episode, on_harness_ended=progress.on_harness_ended)
+    try:
+        with Progress(console, total, n_jobs, live) as progress:
+            res = run_suite(cfg, engine, on_episode=progress.on_episode, on_harness_ended=progress.on_harness_ended)
+    except RunInterrupted as stop:
+        # What finished is shown as it was judged; what the stop cut short is `interrupted`, never a failure.
+        print_verdicts(stop.result)
+        typer.echo(stop.message(), err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     print_verdicts(res)
     print_overrides(res.output, variants)
     typer.echo(f"results: {res.output.resolve()}")
@@ -147,7 +154,8 @@ def print_verdicts(res: SuiteResult | AuditResult) -> None:
         counts = [sum(1 for c in r["checks"] if c["status"] == s) for s in ("pass", "fail", "not_applicable")]
         ex = r["execution"]
         code = "" if ex["exit_code"] is None else f" {ex['exit_code']}"
-        style = {"pass": "green", "fail": "red", "error": "red bold", "skipped": "yellow"}.get(r["verdict"], "")
+        styles = {"pass": "green", "fail": "red", "error": "red bold", "skipped": "yellow", "interrupted": "magenta"}
+        style = styles.get(r["verdict"], "")
         table.add_row(
             r["harness"],
             r["scenario"],

@@ -12,6 +12,7 @@ __all__ = [
     "EpisodeRef",
     "FirstFailure",
     "ImageRef",
+    "Interrupted",
     "MergedFrom",
     "Shard",
     "Suite",
@@ -82,7 +83,20 @@ class Timestamps(TypedDict):
 
 
 # `pass` is a keyword: the functional form.
-Counts = TypedDict("Counts", {"episodes": int, "pass": int, "fail": int, "error": int, "skipped": int})
+Counts = TypedDict(
+    "Counts",
+    {"episodes": int, "pass": int, "fail": int, "error": int, "skipped": int, "interrupted": NotRequired[int]},
+)
+
+
+class Interrupted(TypedDict):
+    """What a run stopped before its end got through."""
+
+    signal: str | None
+    finished: int
+    interrupted: int
+    not_run: list[EpisodeRef]
+
 
 # File names as keys: the functional form.
 EpisodeEvidence = TypedDict(
@@ -129,7 +143,7 @@ class SummaryInputs(TypedDict):
 
 
 class Summary(TypedDict):
-    """summary.json, written last and atomically: an interrupted run has none."""
+    """summary.json, written last and atomically; a run stopped before its end writes a partial one (`interrupted`)."""
 
     schema: str
     profile: str
@@ -144,4 +158,5 @@ class Summary(TypedDict):
     inputs: SummaryInputs
     harness_overrides: NotRequired[dict[str, HarnessOverride]]
     missing: list[EpisodeRef]
+    interrupted: NotRequired[Interrupted]
     harnesses: list[SummaryHarness]

@@ -9,6 +9,7 @@ from orchestrator.report.output import REPORT_FILES, SUMMARY_FILE, report_run, w
 from orchestrator.report.summary import (
     EXIT_CODES,
     SUMMARY_FORMAT,
+    Interruption,
     build_summary,
     summary_bytes,
     without_timestamps,
@@ -19,6 +20,7 @@ __all__ = [
     "REPORT_FILES",
     "SUMMARY_FILE",
     "SUMMARY_FORMAT",
+    "Interruption",
     "build_summary",
     "render_html",
     "render_junit",

@@ -17,6 +17,7 @@ from orchestrator.report.table import (
     Row,
     clean,
     execution_text,
+    interruption_lines,
     joined,
     pieces,
     read_back,
@@ -49,6 +50,7 @@ code, .mono { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, mo
 .badge.fail { background: var(--fail); color: var(--fail-fg); }
 .badge.error { background: #fde7c7; color: #8a4b00; }
 .badge.skipped { background: var(--na); color: var(--na-fg); }
+.badge.interrupted { background: #e4ddf7; color: #4b2d8a; }
 .legend { display: flex; gap: 1rem; flex-wrap: wrap; margin: .4rem 0 1rem; color: var(--muted); }
 .legend span.sym { display: inline-block; width: 1.6rem; text-align: center; border-radius: 4px;
   margin-right: .3rem; border: 1px solid var(--line); }
@@ -200,6 +202,11 @@ def _body(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[Li
     if overrides:
         yield '<h2>Pins overridden</h2><ul class="overrides">'
         yield from (f"<li>{esc(override_text(n, o))}</li>" for n, o in overrides.items())
+        yield "</ul>"
+    stopped = interruption_lines(summary)
+    if stopped:
+        yield '<h2>Interrupted</h2><ul class="errors">'
+        yield from (f"<li>{esc(line)}</li>" for line in stopped)
         yield "</ul>"
     if summary["errors"]:
         yield '<h2>Errors</h2><ul class="errors">'

@@ -25,11 +25,12 @@ def _case(suite: ET.Element, counts: dict[str, int], classname: str, name: str) 
 
 def _execution_case(suite: ET.Element, counts: dict[str, int], classname: str, episode: dict[str, Any]) -> None:
     verdict = episode["verdict"]
-    if verdict not in ("error", "skipped"):
+    if verdict not in ("error", "skipped", "interrupted"):
         return
     case = _case(suite, counts, classname, "execution")
     case.set("time", f"{episode['execution']['seconds']:g}")
-    if verdict == "skipped":
+    # Cut short by the run's stop: neither the harness's failure nor an error of ours, and its checks never ran.
+    if verdict in ("skipped", "interrupted"):
         counts["skipped"] += 1
         ET.SubElement(case, "skipped", {"message": _text(shorten(execution_text(episode), 500))})
         return
@@ -73,8 +74,11 @@ def _child(el: ET.Element, level: int) -> str:
     return ET.tostring(el, encoding="unicode")
 
 
-def _cases(t: HarnessView, missing: list[str], counts: dict[str, int]) -> Iterator[ET.Element]:
-    """The testcases of one harness in order: each episode's execution and checks, then its missing episodes."""
+def _cases(
+    t: HarnessView, missing: list[str], counts: dict[str, int], not_run: list[str] | None = None
+) -> Iterator[ET.Element]:
+    """The testcases of one harness in order: each episode's execution and checks, then its missing episodes, then
+    those an interrupted run never started."""
     holder = ET.Element("testsuite")
     for e in t.episodes():
         classname = f"{t.name}.{e['scenario']}"
@@ -89,6 +93,12 @@ def _cases(t: HarnessView, missing: list[str], counts: dict[str, int]) -> Iterat
         ET.SubElement(case, "error", {"message": "no scenario_result: the episode is missing", "type": "execution"})
         yield from holder
         holder.clear()
+    for scenario in not_run or []:
+        case = _case(holder, counts, f"{t.name}.{scenario}", "execution")
+        counts["skipped"] += 1
+        ET.SubElement(case, "skipped", {"message": "not run: the run was interrupted before this episode started"})
+        yield from holder
+        holder.clear()
 
 
 def junit_chunks(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[bytes]:
@@ -97,14 +107,18 @@ def junit_chunks(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iter
     missing: dict[str, list[str]] = {}
     for m in summary["missing"]:
         missing.setdefault(m["harness"], []).append(m["scenario"])
+    not_run: dict[str, list[str]] = {}
+    for m in summary.get("interrupted", {}).get("not_run", []):
+        not_run.setdefault(m["harness"], []).append(m["scenario"])
     by_name = {t.name: t for t in tables}
-    # Harnesses with episodes first (in order), then those only missing episodes, as they are first named.
-    suites = [*by_name, *(h for h in missing if h not in by_name)]
+    # Harnesses with episodes first (in order), then those only missing (or not run) episodes, as first named.
+    suites = [*by_name, *(h for h in [*missing, *not_run] if h not in by_name)]
+    suites = list(dict.fromkeys(suites))
     counted = {}
     for name in suites:
         t = by_name.get(name) or HarnessView(name, "", {}, 0, (), lambda: iter(()), lambda: iter(()))
         counts = dict.fromkeys(_COUNTS, 0)
-        for _ in _cases(t, missing.get(name, []), counts):
+        for _ in _cases(t, missing.get(name, []), counts, not_run.get(name)):
             pass
         counted[name] = (t, counts)
     totals = {k: sum(c[k] for _, c in counted.values()) for k in _COUNTS}
@@ -122,7 +136,7 @@ def junit_chunks(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iter
         t, counts = counted[name]
         yield f"\n  {_tag('testsuite', {'name': _text(name), **{k: str(counts[k]) for k in _COUNTS}})}".encode()
         yield f"\n    {properties}".encode()
-        for case in _cases(t, missing.get(name, []), dict.fromkeys(_COUNTS, 0)):
+        for case in _cases(t, missing.get(name, []), dict.fromkeys(_COUNTS, 0), not_run.get(name)):
             yield f"\n    {_child(case, 2)}".encode()
         yield b"\n  </testsuite>"
     yield b"\n</testsuites>\n"

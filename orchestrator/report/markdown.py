@@ -17,6 +17,7 @@ from orchestrator.report.table import (
     Row,
     clean,
     execution_text,
+    interruption_lines,
     joined,
     pieces,
     read_back,
@@ -43,7 +44,14 @@ def _code(text: str) -> str:
 
 
 def _verdict(verdict: str) -> str:
-    return {"pass": "✓ pass", "fail": "✗ fail", "error": "error", "skipped": "skipped"}.get(verdict, verdict)
+    labels = {
+        "pass": "✓ pass",
+        "fail": "✗ fail",
+        "error": "error",
+        "skipped": "skipped",
+        "interrupted": "⏸ interrupted",
+    }
+    return labels.get(verdict, verdict)
 
 
 def _symbol(_row: Row, cell: Cell, i: int) -> str:
@@ -98,6 +106,9 @@ def _lines(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[L
     if overrides:
         yield from ["## Pins overridden", ""] + [f"- {md(override_text(n, o), 1000)}" for n, o in overrides.items()]
         yield ""
+    stopped = interruption_lines(summary)
+    if stopped:
+        yield from ["## Interrupted", ""] + [f"- {md(line, 4000)}" for line in stopped] + [""]
     if summary["errors"]:
         yield from ["## Errors", ""] + [f"- {md(err, 1000)}" for err in summary["errors"]] + [""]
     tables = list(tables)

@@ -1,4 +1,5 @@
-"""Writing a run's reports: each file atomically, summary.json last, so an interrupted run has no summary."""
+"""Writing a run's reports: each file atomically, summary.json last, so a run that dies while writing them has no
+summary (one stopped by Ctrl-C or SIGTERM writes its partial reports, marked interrupted, before it exits)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from orchestrator.evidence import validate
 from orchestrator.report.html import html_chunks, render_html
 from orchestrator.report.junit import junit_chunks, render_junit
 from orchestrator.report.markdown import markdown_chunks, render_markdown
-from orchestrator.report.summary import SUMMARY_FORMAT, SummaryBuilder, summary_bytes, summary_chunks
+from orchestrator.report.summary import SUMMARY_FORMAT, Interruption, SummaryBuilder, summary_bytes, summary_chunks
 
 __all__ = ["REPORT_FILES", "SUMMARY_FILE", "report_run", "write_reports", "write_streamed"]
 
@@ -50,10 +51,16 @@ def write_reports(run_dir: Path, summary: dict[str, Any]) -> None:
 
 
 def write_streamed(
-    run_dir: Path, builder: SummaryBuilder, *, full_suite: bool, started_at: str, finished_at: str
+    run_dir: Path,
+    builder: SummaryBuilder,
+    *,
+    full_suite: bool,
+    started_at: str,
+    finished_at: str,
+    interrupted: Interruption | None = None,
 ) -> int:
     """write_reports for episodes streamed into `builder`: each file written in pieces, never whole in memory."""
-    header = builder.header(full_suite, started_at, finished_at)
+    header = builder.header(full_suite, started_at, finished_at, interrupted)
     (run_dir / SUMMARY_FILE).unlink(missing_ok=True)
     _write_atomic(run_dir / "report.md", _encoded(markdown_chunks(header, builder.views())))
     _write_atomic(run_dir / "report.html", _encoded(html_chunks(header, builder.views())))
@@ -83,13 +90,24 @@ def report_run(
     full_suite: bool,
     started_at: str,
     finished_at: str,
+    interrupted: Interruption | None = None,
 ) -> int:
-    """Build the summary, write every report (summary.json last), return the exit code the run ends with."""
+    """Build the summary, write every report (summary.json last), return the exit code the run ends with.
+
+    `interrupted`: the run was stopped before its end; `results` are the episodes it started (finished or cut
+    short), and the summary says so."""
     builder = SummaryBuilder(run_dir, suite)
     try:
         for r in results:
             _episode_page(run_dir, r)
             builder.add(r)
-        return write_streamed(run_dir, builder, full_suite=full_suite, started_at=started_at, finished_at=finished_at)
+        return write_streamed(
+            run_dir,
+            builder,
+            full_suite=full_suite,
+            started_at=started_at,
+            finished_at=finished_at,
+            interrupted=interrupted,
+        )
     finally:
         builder.close()

@@ -1,4 +1,5 @@
-"""The run summary (probe-summary/v1): every episode's checks, the verdict, its exit code, input hashes."""
+"""The run summary (probe-summary/v1): every episode's checks, the verdict, its exit code, input hashes; for a run
+stopped before its end, what it got through (`interrupted`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ __all__ = [
     "EXIT_CODES",
     "SUMMARY_FORMAT",
     "TIMESTAMPS",
+    "Interruption",
     "SummaryBuilder",
     "build_summary",
     "episode_entry",
@@ -35,9 +38,23 @@ SUMMARY_FORMAT = "probe-summary/v1"
 EVIDENCE_FILES = ("witness.jsonl", "rollout.json", "scenario_result.json", "runtime.json")
 # The one key under which every wall-clock time lives, so an audit can drop it and compare the rest.
 TIMESTAMPS = "timestamps"
-EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
+EXIT_CODES = {"pass": 0, "fail": 1, "error": 2, "interrupted": 130}
 CHECKER_ERROR = "checker error:"  # the prefix run_checks gives a check whose function crashed
-_SEVERITY = {"error": 3, "fail": 2, "pass": 1, "skipped": 0}
+# A harness with an episode the stop cut short is unfinished: no finished episode's verdict can stand for it.
+_SEVERITY = {"interrupted": 4, "error": 3, "fail": 2, "pass": 1, "skipped": 0}
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """The run was stopped before every episode had finished; `signal` names what stopped it, None when unknown."""
+
+    signal: str | None
+
+    @classmethod
+    def of(cls, summary: dict[str, Any]) -> Interruption | None:
+        """The interruption an earlier summary records (an audited or merged run), None when it records none."""
+        record = summary.get("interrupted")
+        return cls(record.get("signal")) if isinstance(record, dict) else None
 
 
 def _sha256(path: Path) -> str | None:
@@ -51,7 +68,7 @@ def _sha256(path: Path) -> str | None:
 
 
 def _first_failure(result: dict[str, Any]) -> dict[str, str] | None:
-    if result["verdict"] == "error":
+    if result["verdict"] in ("error", "interrupted"):
         execution, normalize = result["execution"], result["normalize"]
         reason = execution["error"] or normalize["message"] or f"execution status {execution['status']}"
         return {"source": "execution", "reason": reason}
@@ -125,7 +142,7 @@ class SummaryBuilder:
         # Where each episode's record starts in the spool: one line of JSON (compact JSON holds no raw newline).
         self._index: dict[str, dict[str, int]] = {}
         self._errors: dict[tuple[str, str], list[str]] = {}
-        self._verdicts = dict.fromkeys(("pass", "fail", "error", "skipped"), 0)
+        self._verdicts = dict.fromkeys(("pass", "fail", "error", "skipped", "interrupted"), 0)
         self._worst: dict[str, str] = {}
         self._rows: dict[str, dict[str, tuple[str, int, Row]]] = {}
 
@@ -179,8 +196,13 @@ class SummaryBuilder:
             )
         return out
 
-    def header(self, full_suite: bool, started_at: str, finished_at: str) -> dict[str, Any]:
-        """The summary with every harness's `scenarios` left empty (validated as such; each episode was at add)."""
+    def header(
+        self, full_suite: bool, started_at: str, finished_at: str, interrupted: Interruption | None = None
+    ) -> dict[str, Any]:
+        """The summary with every harness's `scenarios` left empty (validated as such; each episode was at add).
+
+        `interrupted`: the run was stopped before its end. A run holding an interrupted episode is one too (an audit
+        or merge of one), told or not: its episodes that have no result never started, and are no error."""
         suite = self.suite
         if "episodes" in suite:
             expected = {(e["harness"], e["scenario"]) for e in suite["episodes"]}
@@ -189,10 +211,19 @@ class SummaryBuilder:
         missing = [{"harness": h, "scenario": s} for h, s in sorted(expected) if s not in self._index.get(h, {})]
         del expected
         episodes = sum(len(index) for index in self._index.values())
-        errors = [] if episodes or missing else ["no episode was run"]
+        stopped = self._verdicts["interrupted"]
+        if interrupted is None and stopped:
+            interrupted = Interruption(None)
+        not_run, missing = (missing, []) if interrupted is not None else ([], missing)
+        errors = [] if episodes or missing or interrupted is not None else ["no episode was run"]
         errors += [e for key in sorted(self._errors) for e in self._errors[key]]
         errors += [f"{m['harness']}/{m['scenario']}: no scenario_result (episode missing)" for m in missing]
         verdict = "error" if errors else "fail" if self._verdicts["fail"] else "pass"
+        if interrupted is not None:
+            verdict = "interrupted"  # what did not run, or was cut short, certifies nothing either way
+        counts = dict(self._verdicts)
+        if interrupted is None:
+            del counts["interrupted"]  # the field of a stopped run only: every other summary stays byte for byte
         summary: dict[str, Any] = {
             "schema": SUMMARY_FORMAT,
             "profile": PROFILE,
@@ -203,7 +234,7 @@ class SummaryBuilder:
             "verdict": verdict,
             "exit_code": EXIT_CODES[verdict],
             "errors": errors,
-            "counts": {"episodes": episodes, **self._verdicts},
+            "counts": {"episodes": episodes, **counts},
             "inputs": {
                 "suite_json": _sha256(self.paths.suite),
                 "files": dict(suite["inputs"]),
@@ -214,15 +245,24 @@ class SummaryBuilder:
                 {"name": v.name, "options": v.options, "verdict": v.verdict, "scenarios": []} for v in self.views()
             ],
         }
+        if interrupted is not None:
+            summary["interrupted"] = {
+                "signal": interrupted.signal,
+                "finished": episodes - stopped,
+                "interrupted": stopped,
+                "not_run": not_run,
+            }
         overrides = {h["name"]: h["override"] for h in suite["harnesses"] if "override" in h}
         if overrides:
             summary["harness_overrides"] = overrides
         validate(summary, SUMMARY_FORMAT, "summary")
         return summary
 
-    def summary(self, full_suite: bool, started_at: str, finished_at: str) -> dict[str, Any]:
+    def summary(
+        self, full_suite: bool, started_at: str, finished_at: str, interrupted: Interruption | None = None
+    ) -> dict[str, Any]:
         """The whole summary in memory (for small runs and tests; the reports stream from header() and views())."""
-        out = self.header(full_suite, started_at, finished_at)
+        out = self.header(full_suite, started_at, finished_at, interrupted)
         for h in out["harnesses"]:
             h["scenarios"] = list(self._episodes(h["name"]))
         return out
@@ -238,6 +278,7 @@ def build_summary(
     full_suite: bool,
     started_at: str,
     finished_at: str,
+    interrupted: Interruption | None = None,
 ) -> dict[str, Any]:
     """Build summary.json's content from suite.json, every scenario_result and the evidence files in run_dir.
 
@@ -247,7 +288,7 @@ def build_summary(
     try:
         for r in results:
             builder.add(r)
-        return builder.summary(full_suite, started_at, finished_at)
+        return builder.summary(full_suite, started_at, finished_at, interrupted)
     finally:
         builder.close()
 

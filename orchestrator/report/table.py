@@ -20,6 +20,7 @@ __all__ = [
     "Row",
     "clean",
     "execution_text",
+    "interruption_lines",
     "joined",
     "pieces",
     "read_back",
@@ -192,4 +193,27 @@ def execution_text(episode: dict[str, Any]) -> str:
         return f"skipped: {ex['error']}" if ex["error"] else "skipped"
     if status == "unknown":
         return "not recorded (audit of saved evidence)"
+    if status == "interrupted":
+        return f"interrupted: {ex['error']}" if ex["error"] else "interrupted (the run was stopped)"
     return f"error: {ex['error']}" if ex["error"] else "error"
+
+
+# Not-run episodes named in a report's header, at most: the rest is counted (summary.json lists them all).
+NOT_RUN_SHOWN = 20
+
+
+def interruption_lines(summary: dict[str, Any]) -> list[str]:
+    """What an interrupted run got through, for a report's header; empty for a run that was not interrupted."""
+    record = summary.get("interrupted")
+    if not isinstance(record, dict):
+        return []
+    by = f" by {record['signal']}" if record.get("signal") else ""
+    not_run = [f"{e['harness']}/{e['scenario']}" for e in record["not_run"]]
+    lines = [
+        f"The run was interrupted{by}: {record['finished']} episode(s) finished, {record['interrupted']} interrupted "
+        f"(cut short, not judged), {len(not_run)} did not run. These results are partial and certify nothing."
+    ]
+    if not_run:
+        more = len(not_run) - NOT_RUN_SHOWN
+        lines.append("Did not run: " + ", ".join(not_run[:NOT_RUN_SHOWN]) + (f" and {more} more" if more > 0 else ""))
+    return lines

@@ -10,7 +10,7 @@ from orchestrator.runtime.docker import (
     ImageNotFound,
     RunningContainer,
 )
-from orchestrator.runtime.interrupts import deferred_interrupts, install_interrupt_handlers
+from orchestrator.runtime.interrupts import deferred_interrupts, install_interrupt_handlers, received_signal
 from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST, ContainerHandle, Pod, PodRuntime, PodSpec
 from orchestrator.runtime.spec import RUN_LABEL, ContainerSpec, Owner, create_labels, redact_host
 
@@ -33,5 +33,6 @@ __all__ = [
     "create_labels",
     "deferred_interrupts",
     "install_interrupt_handlers",
+    "received_signal",
     "redact_host",
 ]

@@ -8,9 +8,11 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from orchestrator.evidence import load_json
 from orchestrator.images import BuildOptions, BuiltImage, ImageBuilder, default_extra_ca
 from orchestrator.runtime import Engine, EngineUnavailable
 
@@ -66,6 +68,19 @@ def labelled(kind: str, run_id: str) -> list[str]:
         check=True,
     ).stdout
     return out.split()
+
+
+def partial_summary(out: Path) -> dict[str, Any] | None:
+    """The summary a run stopped by Ctrl-C or SIGTERM leaves: None when it was stopped before its episodes began
+    (no suite.json then), else marked interrupted, with no episode judged into a fail by the stop."""
+    path = out / "summary.json"
+    if not path.exists():
+        assert not (out / "suite.json").exists(), "a run stopped once its episodes had begun wrote no summary"
+        return None
+    summary: dict[str, Any] = load_json(path, "probe-summary/v1")
+    assert summary["verdict"] == "interrupted" and summary["exit_code"] == 130, summary["verdict"]
+    assert summary["counts"]["fail"] == 0, summary["counts"]
+    return summary
 
 
 @pytest.fixture

@@ -122,7 +122,9 @@ def test_a_cancelled_task_is_missing_episodes_never_a_pass(images: Images, clust
     assert info["ExitCode"] == "2:0", (info, _logs(out))
     assert _wait_done(cluster, f"{array}_2")["JobState"] == "CANCELLED"
     assert _wait_done(cluster, f"{array}_3").get("JobState", "CANCELLED") == "CANCELLED"
-    assert not (out / "shard-2" / "summary.json").exists()
+    # scancel's SIGTERM: the shard wrote its partial summary (or was killed before it could); never a whole one.
+    stopped = out / "shard-2" / "summary.json"
+    assert not stopped.exists() or json.loads(stopped.read_text())["verdict"] == "interrupted"
     summary = json.loads((out / "merged" / "summary.json").read_text())
     assert summary["exit_code"] == 2
     assert sorted(m["scenario"] for m in summary["missing"]) == ["harness_deadline", "tool_failure"]

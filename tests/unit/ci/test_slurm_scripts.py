@@ -82,12 +82,21 @@ def test_a_requeued_task_moves_its_unfinished_folder_aside(fake: dict[str, str])
     assert (shard.parent / "shard-1.interrupted-77" / "suite.json").is_file() and not shard.exists()
 
 
-def _shard(out: Path, i: int, *, summary: bool, run_id: str) -> None:
+# What the root of a partial summary looks like as a run writes it (sorted keys, indented by two); an episode's
+# own `"verdict": "interrupted"` is deeper, and so are counts.
+INTERRUPTED_SUMMARY = json.dumps(
+    {"counts": {"interrupted": 1}, "interrupted": {"signal": "SIGTERM", "not_run": []}, "verdict": "interrupted"},
+    indent=2,
+    sort_keys=True,
+)
+
+
+def _shard(out: Path, i: int, *, summary: bool | str, run_id: str) -> None:
     d = out / f"shard-{i}"
     d.mkdir(parents=True)
     (d / "suite.json").write_text(json.dumps({"run_id": run_id}))
     if summary:
-        (d / "summary.json").write_text("{}")
+        (d / "summary.json").write_text(summary if isinstance(summary, str) else "{}")
 
 
 def test_the_merge_takes_the_finished_shards_and_a_missing_one_is_never_a_pass(fake: dict[str, str]) -> None:
@@ -117,3 +126,25 @@ def test_the_merge_with_no_finished_shard_says_so(fake: dict[str, str]) -> None:
     res = _sh("merge.sbatch", {**fake, "HARNESS_PROBE_SHARDS": "2"})
     assert res.returncode == 2 and "no shard of 2 finished" in res.stderr
     assert _calls(fake) == []
+
+
+def test_a_shard_stopped_by_scancel_left_a_partial_summary_and_is_not_taken_for_finished(fake: dict[str, str]) -> None:
+    out = Path(fake["HARNESS_PROBE_OUT"])
+    _shard(out, 1, summary=True, run_id="r1")
+    _shard(out, 2, summary=INTERRUPTED_SUMMARY, run_id="r2")  # SIGTERM: the run wrote its partial summary
+    env = {**fake, "HARNESS_PROBE_SHARDS": "2"}
+    res = _sh("merge.sbatch", env)
+    assert res.returncode == 2, res.stderr
+    assert "shard(s) 2 of 2 did not finish" in res.stderr
+    assert _calls(env) == ["cleanup --run-id r2", f"merge {out}/shard-1 -o {out}/merged"]
+
+
+def test_a_requeued_task_moves_a_partial_run_aside_too(fake: dict[str, str]) -> None:
+    out = Path(fake["HARNESS_PROBE_OUT"])
+    _shard(out, 1, summary=INTERRUPTED_SUMMARY, run_id="r1")
+    env = {**fake, "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MAX": "1", "SLURM_JOB_ID": "78"}
+    assert _sh("shard.sbatch", env).returncode == 0
+    assert (out / "shard-1.interrupted-78" / "summary.json").is_file() and not (out / "shard-1").exists()
+    _shard(out, 2, summary=True, run_id="r2")  # a finished one stays where it is (the run then refuses it)
+    _sh("shard.sbatch", {**env, "SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MAX": "2"})
+    assert (out / "shard-2" / "summary.json").is_file()

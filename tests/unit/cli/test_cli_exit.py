@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -33,3 +35,40 @@ def test_after_the_command_ends_interrupts_are_ignored(
         signal.signal(signal.SIGTERM, previous[1])
         structlog.configure(**logging_config)
         logging.root.handlers[:] = root_handlers
+
+
+def test_an_interrupted_run_prints_what_it_started_says_how_far_it_got_and_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from orchestrator.cli import run as run_cli
+    from orchestrator.stop import RunInterrupted, SuiteResult
+    from orchestrator.verdict import interrupted_result
+    from tests.unit.report.conftest import checks, result
+
+    cut = interrupted_result(result("reference", "tool_failure", "fail", checks()), "SIGTERM")
+    done = [result("reference", "tool_success", "pass", checks()), cut]
+
+    def stopped(cfg: Any, *_: Any, **__: Any) -> Any:
+        raise RunInterrupted(SuiteResult("r", cfg.output, done, 130), 3, "SIGTERM")
+
+    monkeypatch.setattr(run_cli, "connect", lambda *_: object())
+    monkeypatch.setattr(run_cli, "run_suite", stopped)
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["harness-probe", "run", "-H", "reference", "-s", "tool_success", "-o", str(out)])
+    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    logging_config, root_handlers = structlog.get_config(), logging.root.handlers[:]
+    try:
+        with pytest.raises(SystemExit) as ended:
+            cli.main()
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+        structlog.configure(**logging_config)
+        logging.root.handlers[:] = root_handlers
+    assert ended.value.code == 130
+    printed = capsys.readouterr()
+    told = " ".join(printed.err.split())
+    assert "interrupted by SIGTERM: 1 of 3 episode(s) finished, 1 interrupted (cut short, not judged)" in told
+    assert "1 did not run" in told and str(out.resolve()) in told and "what the run created was removed" in told
+    row = next(line for line in printed.out.splitlines() if "tool_failure" in line and "│" in line)
+    assert "│ interrupted │" in row and "│ fail │" not in row
