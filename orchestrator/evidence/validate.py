@@ -31,6 +31,7 @@ __all__ = [
     "holds_tuple",
     "load_json",
     "schema_path",
+    "schema_tree",
     "validate",
 ]
 
@@ -72,6 +73,14 @@ def _schema(fmt: str) -> dict[str, Any]:
     # a unit test (test_resources), not again in every process (a third of a second for seven schemas).
     schema: dict[str, Any] = json.loads(schema_path(fmt).read_text())
     return schema
+
+
+@cache
+def schema_tree(fmt: str) -> dict[str, Any]:
+    """The format's schema with its local `$ref`s resolved in place (shared: do not modify)."""
+    schema = _schema(fmt)
+    inlined: dict[str, Any] = _inline(schema, schema)
+    return inlined
 
 
 def _inline(node: Any, root: dict[str, Any], depth: int = 0) -> Any:
