@@ -3,13 +3,16 @@ now name it (its dependants may fail only as `blocked by`, every other check kee
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from orchestrator.checks import Status
+
 # The module, not its test function: imported by name, the function would be collected here a second time.
 from tests.unit.checks import test_negative_controls as controls
-from tests.unit.checks.conftest import Episode
+from tests.unit.checks.conftest import Episode, load_episode
 
 
 def lie_no_run_ids(ep: Episode) -> None:
@@ -17,11 +20,40 @@ def lie_no_run_ids(ep: Episode) -> None:
     del ep.rollout["task_id"], ep.rollout["rollout_id"]
 
 
+def _chain(ep: Episode, previous: str) -> None:
+    """The second call of a Responses episode as a harness that chains by previous_response_id: the request it sent
+    (the witness's, so the wire agrees) names `previous`, and the rollout records that request."""
+    attempt = [e for e in ep.witness if e["event"] == "attempt" and e["kind"] == "model"][1]
+    attempt["request"] = {**attempt["request"], "previous_response_id": previous}
+    ep.rollout["model_calls"][1]["request"] = attempt["request"]
+
+
+def lie_unretained_history(ep: Episode) -> None:
+    # Class 8: the request continues a response the rollout never recorded: its history cannot be rebuilt.
+    _chain(ep, "resp_unretained_server_history")
+
+
 LIES: list[tuple[str, str, str, Any]] = [
     ("rollout without task_id and rollout_id", "rollout.format", "native:codex/retry_429", lie_no_run_ids),
+    (
+        "previous_response_id names a response never recorded",
+        "history.rebuildable",
+        "native:pi/responses_tool_success",
+        lie_unretained_history,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("lie", "check_id", "fixture", "mutate"), LIES, ids=[x[0] for x in LIES])
 def test_each_class_of_lie_fails_the_check_that_names_it(lie: str, check_id: str, fixture: str, mutate: Any) -> None:
     controls.test_mutation_fails_exactly_its_check(check_id, fixture, mutate)
+
+
+def test_a_request_continuing_a_recorded_response_is_a_rebuildable_history() -> None:
+    ep = load_episode("native:pi/responses_tool_success")
+    _chain(ep, ep.rollout["model_calls"][0]["response_id"])
+    assert ep.evaluate()["history.rebuildable"] == (Status.PASS, [])
+    # Recorded as the JSON text it was sent as, the chain is read all the same.
+    ep.rollout["model_calls"][1]["request"] = json.dumps({"previous_response_id": "resp_elsewhere"})
+    status, reasons = ep.evaluate()["history.rebuildable"]
+    assert status == Status.FAIL and "'resp_elsewhere' (previous_response_id)" in reasons[0], reasons
