@@ -33,6 +33,15 @@ _HTTP_CATEGORY = re.compile(r"http_(\d{3})")
 # these is a wrong category, except a gateway/request timeout status, which a harness may fairly call `timeout`.
 _TRANSPORT = frozenset({"timeout", "connection", "stream_cut", "reset", "cut", "withheld"})
 _TIMEOUT_STATUSES = frozenset({408, 504})
+# The transport categories each way an incomplete reply ended allows. A withheld reply (nothing sent, the connection
+# held open) ends only when the harness stops waiting: a timeout, as the scenario scripted it; calling it a cut
+# stream or a failed connection says the wire did something it did not. A cut stream may have been cut by the proxy
+# or abandoned by a client that timed out mid-stream; a reset is a connection that failed.
+_ENDED_AS = {
+    "withheld": frozenset({"timeout", "withheld"}),
+    "cut": frozenset({"stream_cut", "cut", "connection", "reset", "timeout"}),
+    "reset": frozenset({"connection", "reset", "stream_cut", "cut"}),
+}
 
 # Harness and proxy share the host clock, so the witness's times bound the recorded ones. Harnesses write times at
 # millisecond or whole-second resolution and take them just before sending / just after parsing: one second either
@@ -73,6 +82,12 @@ def _category_reason(c: dict[str, Any], a: dict[str, Any]) -> str | None:
         return (
             f"{_name(c)}: error_category {category!r} is a transport failure, the wire shows a complete HTTP {status}"
         )
+    ended = a.get("ended")
+    if kind == "interrupted" and category in _TRANSPORT and category not in _ENDED_AS.get(ended, _TRANSPORT):
+        return (
+            f"{_name(c)}: error_category {category!r}, the wire shows a reply that ended {ended!r} "
+            f"(a category of {', '.join(sorted(_ENDED_AS[ended]))})"
+        )
     return None
 
 
@@ -88,8 +103,10 @@ def attempts_exchange(ev: Evidence) -> list[str]:
 
     Lies caught: a success's status changed to another 2xx (200 -> 201); a failed attempt's protocol changed; a
     response id or finish reason on a failed call; an error category the reply contradicts (`http_500` for a
-    429, `timeout` for a complete 429, `http_429` for a withheld reply); a recorded request that is not the one
-    sent; and calls recorded in another order than the wire's (two successes' response ids swapped).
+    429, `timeout` for a complete 429, `http_429` for a withheld reply, `connection` or `stream_cut` for a reply
+    withheld until the harness timed out, which the scenario scripted as a timeout); a recorded request that is
+    not the one sent; and calls recorded in another order than the wire's (two successes' response ids swapped).
+    A category of the harness's own naming (`no_reply`, `api_error`) claims no way of ending and is not judged.
     """
     joined = join_calls(ev)
     if _whole_exchanges(ev, joined):

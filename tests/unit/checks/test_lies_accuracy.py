@@ -33,6 +33,21 @@ def lie_unretained_history(ep: Episode) -> None:
     _chain(ep, "resp_unretained_server_history")
 
 
+def _failed(ep: Episode) -> dict[str, Any]:
+    [call] = [c for c in ep.rollout["model_calls"] if c["error_category"]]
+    return call
+
+
+def lie_timeout_as_connection(ep: Episode) -> None:
+    # Class 8: the reply was withheld until the harness gave up (the scenario scripts a timeout); "connection" is
+    # contradicted by nothing but that script, and the wire's connection that stayed open.
+    _failed(ep)["error_category"] = "connection"
+
+
+def lie_timeout_as_stream_cut(ep: Episode) -> None:
+    _failed(ep)["error_category"] = "stream_cut"
+
+
 LIES: list[tuple[str, str, str, Any]] = [
     ("rollout without task_id and rollout_id", "rollout.format", "native:codex/retry_429", lie_no_run_ids),
     (
@@ -40,6 +55,18 @@ LIES: list[tuple[str, str, str, Any]] = [
         "history.rebuildable",
         "native:pi/responses_tool_success",
         lie_unretained_history,
+    ),
+    (
+        "a timed-out attempt recorded as a failed connection",
+        "attempts.exchange",
+        "native:claude-code/harness_deadline",
+        lie_timeout_as_connection,
+    ),
+    (
+        "a timed-out attempt recorded as a cut stream",
+        "attempts.exchange",
+        "native:opencode/harness_deadline",
+        lie_timeout_as_stream_cut,
     ),
 ]
 
@@ -57,3 +84,9 @@ def test_a_request_continuing_a_recorded_response_is_a_rebuildable_history() -> 
     ep.rollout["model_calls"][1]["request"] = json.dumps({"previous_response_id": "resp_elsewhere"})
     status, reasons = ep.evaluate()["history.rebuildable"]
     assert status == Status.FAIL and "'resp_elsewhere' (previous_response_id)" in reasons[0], reasons
+
+
+def test_a_timed_out_attempt_recorded_as_a_timeout_passes() -> None:
+    ep = load_episode("native:opencode/harness_deadline")
+    _failed(ep)["error_category"] = "timeout"
+    assert ep.evaluate()["attempts.exchange"] == (Status.PASS, [])
