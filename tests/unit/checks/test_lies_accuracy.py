@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from orchestrator.checks import Status
+from orchestrator.checks.attempts import TOKEN_FIELDS
 
 # The module, not its test function: imported by name, the function would be collected here a second time.
 from tests.unit.checks import test_negative_controls as controls
@@ -90,3 +91,40 @@ def test_a_timed_out_attempt_recorded_as_a_timeout_passes() -> None:
     ep = load_episode("native:opencode/harness_deadline")
     _failed(ep)["error_category"] = "timeout"
     assert ep.evaluate()["attempts.exchange"] == (Status.PASS, [])
+
+
+def _session_totals(ep: Episode) -> Episode:
+    """The compaction episode as a harness that records session totals would: every call it made, the
+    summarization calls its compactions made included."""
+    [inv] = ep.rollout["invocations"]
+    owned = [c["token_stats"] for c in ep.rollout["model_calls"] if c["invocation_id"] == inv["invocation_id"]]
+    inv["token_totals"] = {f: sum(s[f] for s in owned) for f in TOKEN_FIELDS}
+    return ep
+
+
+def test_honest_session_totals_of_a_compacting_harness_pass_and_an_inflated_one_fails_alone() -> None:
+    """Class 9: the wire was summed over model replies only, the rollout over every call the session owns."""
+    ep = _session_totals(load_episode("context_compaction"))
+    assert ep.rollout["compactions"] and len(ep.rollout["model_calls"]) > 4  # summarization calls are recorded
+    honest = ep.evaluate()
+    assert honest["tokens.totals_match"] == (Status.PASS, [])
+    ep.rollout["invocations"][0]["token_totals"]["completion"] += 1
+    after = ep.evaluate()
+    status, reasons = after["tokens.totals_match"]
+    assert status == Status.FAIL
+    assert any("completion" in r and "the replies on the wire" in r for r in reasons), reasons
+    assert {k: v for k, v in after.items() if k != "tokens.totals_match"} == {
+        k: v for k, v in honest.items() if k != "tokens.totals_match"
+    }
+
+
+def test_session_totals_that_leave_out_a_recorded_summarization_call_fail() -> None:
+    """The same set on both sides: totals of the model replies alone disagree with the calls the session records."""
+    ep = load_episode("context_compaction")
+    helpers = {ref for c in ep.rollout["compactions"] for ref in c["model_call_refs"]}
+    [inv] = ep.rollout["invocations"]
+    policy = [c["token_stats"] for c in ep.rollout["model_calls"] if c["model_call_id"] not in helpers]
+    inv["token_totals"] = {f: sum(s[f] for s in policy) for f in TOKEN_FIELDS}
+    status, reasons = ep.evaluate()["tokens.totals_match"]
+    assert status == Status.FAIL
+    assert all("the replies on the wire" in r or "its calls' token_stats" in r for r in reasons), reasons
