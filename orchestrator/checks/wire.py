@@ -82,11 +82,11 @@ def _category_reason(c: dict[str, Any], a: dict[str, Any]) -> str | None:
         return (
             f"{_name(c)}: error_category {category!r} is a transport failure, the wire shows a complete HTTP {status}"
         )
-    ended = a.get("ended")
-    if kind == "interrupted" and category in _TRANSPORT and category not in _ENDED_AS.get(ended, _TRANSPORT):
+    allowed = _ENDED_AS.get(str(a.get("ended")), _TRANSPORT)
+    if kind == "interrupted" and category in _TRANSPORT and category not in allowed:
         return (
-            f"{_name(c)}: error_category {category!r}, the wire shows a reply that ended {ended!r} "
-            f"(a category of {', '.join(sorted(_ENDED_AS[ended]))})"
+            f"{_name(c)}: error_category {category!r}, the wire shows a reply that ended {a.get('ended')!r} "
+            f"(a category of {', '.join(sorted(allowed))})"
         )
     return None
 

@@ -35,7 +35,8 @@ def lie_unretained_history(ep: Episode) -> None:
 
 
 def _failed(ep: Episode) -> dict[str, Any]:
-    [call] = [c for c in ep.rollout["model_calls"] if c["error_category"]]
+    calls: list[dict[str, Any]] = ep.rollout["model_calls"]
+    [call] = [c for c in calls if c["error_category"]]
     return call
 
 
