@@ -21,6 +21,7 @@ from orchestrator.checks.join import (
     call_column,
     call_keys,
     join_calls,
+    loose_failures,
     witness_key,
 )
 from orchestrator.checks.model import Kind, Unverifiable, check
@@ -106,20 +107,25 @@ def attempts_exchange(ev: Evidence) -> list[str]:
     429, `timeout` for a complete 429, `http_429` for a withheld reply, `connection` or `stream_cut` for a reply
     withheld until the harness timed out, which the scenario scripted as a timeout); a recorded request that is
     not the one sent; and calls recorded in another order than the wire's (two successes' response ids swapped).
+    A failure recorded without the status that would join it is still paired, in order, with a failed attempt
+    left over (when their numbers agree), so its protocol, category and request are judged on their own.
     A category of the harness's own naming (`no_reply`, `api_error`) claims no way of ending and is not judged.
     """
     joined = join_calls(ev)
     if _whole_exchanges(ev, joined):
         return []
     reasons = []
-    for (c, a), joined_key in zip(joined.pairs, joined.keys, strict=True):
+    loose = loose_failures(ev)
+    pairs = [*zip(joined.pairs, joined.keys, strict=True), *((p, ("loose", None)) for p in loose)]
+    for (c, a), joined_key in pairs:
         status, sent = c.get("status_code"), a.get("status")
         complete = a.get("ended") == "complete"
-        if complete and status != sent:
+        # A loose pair records no status that joins (so it was paired in order): that absence is multiset's finding.
+        if joined_key[0] != "loose" and complete and status != sent:
             reasons.append(f"{_name(c)}: status_code {status!r}, the wire answered {sent!r}")
-        elif not complete and status is not None and status != sent:
+        elif joined_key[0] != "loose" and not complete and status is not None and status != sent:
             reasons.append(f"{_name(c)}: status_code {status!r}, the wire's reply ({a.get('ended')}) had {sent!r}")
-        if joined_key[0] != "ok":  # the pair's key is its call's rollout_key
+        if joined_key[0] != "ok":  # the pair's key is its call's rollout_key (or loose: a failure paired in order)
             # A success's protocol and finish reason are calls.response_metadata's; a failure's are judged here.
             if c.get("protocol") != a.get("protocol"):
                 reasons.append(f"{_name(c)}: protocol {c.get('protocol')!r}, the request used {a.get('protocol')!r}")

@@ -50,6 +50,18 @@ def lie_timeout_as_stream_cut(ep: Episode) -> None:
     _failed(ep)["error_category"] = "stream_cut"
 
 
+def lie_unjoined_failure_protocol(ep: Episode) -> None:
+    # Class 2: OpenCode logs a failed attempt's text, never its status, so its 429s join no attempt by key; the
+    # protocol of the first is changed, which nothing compared with the wire.
+    calls: list[dict[str, Any]] = ep.rollout["model_calls"]
+    next(c for c in calls if c["error_category"])["protocol"] = "responses"
+
+
+def lie_unjoined_failure_category(ep: Episode) -> None:
+    calls: list[dict[str, Any]] = ep.rollout["model_calls"]
+    next(c for c in calls if c["error_category"])["error_category"] = "http_500"
+
+
 LIES: list[tuple[str, str, str, Any]] = [
     ("rollout without task_id and rollout_id", "rollout.format", "native:codex/retry_429", lie_no_run_ids),
     (
@@ -69,6 +81,18 @@ LIES: list[tuple[str, str, str, Any]] = [
         "attempts.exchange",
         "native:opencode/harness_deadline",
         lie_timeout_as_stream_cut,
+    ),
+    (
+        "a failure recorded without its status, with another protocol",
+        "attempts.exchange",
+        "native:opencode/retry_429",
+        lie_unjoined_failure_protocol,
+    ),
+    (
+        "a failure recorded without its status, with a contradicted category",
+        "attempts.exchange",
+        "native:opencode/retry_429",
+        lie_unjoined_failure_category,
     ),
 ]
 
