@@ -60,18 +60,18 @@ def _positions(node: Any, depth: int = 0) -> Tree:
 
 
 @cache
-def _tree(fmt: str) -> Tree:
-    return _positions(schema_tree(fmt))
+def _tree(fmt: str, pointer: str) -> Tree:
+    return _positions(schema_tree(fmt, pointer))
 
 
-def integral_as_int(instance: Any, fmt: str) -> Any:
-    """`instance` (one document of `fmt`, or a list of them for a JSON Lines format) with every integral float at an
-    integer position of the schema made an int, in place; returned for convenience.
+def integral_as_int(instance: Any, fmt: str, pointer: str = "") -> Any:
+    """`instance` (one document of `fmt`, or a list of them for a JSON Lines format; or of its part at `pointer`)
+    with every integral float at an integer position of the schema made an int, in place; returned for convenience.
 
     A field at a time over all the records holding it, read in C: a 100,000-call rollout costs a few column passes,
     and only a column that holds a float is walked in Python."""
     holders = instance if isinstance(instance, list) else [instance]
-    _fix(holders, _tree(fmt))
+    _fix(holders, _tree(fmt, pointer))
     return instance
 
 

@@ -77,10 +77,10 @@ def _schema(fmt: str) -> dict[str, Any]:
 
 
 @cache
-def schema_tree(fmt: str) -> dict[str, Any]:
-    """The format's schema with its local `$ref`s resolved in place (shared: do not modify)."""
+def schema_tree(fmt: str, pointer: str = "") -> dict[str, Any]:
+    """The format's schema (or its part at `pointer`) with local `$ref`s resolved in place (shared: do not modify)."""
     schema = _schema(fmt)
-    inlined: dict[str, Any] = _inline(schema, schema)
+    inlined: dict[str, Any] = _inline(_resolve(schema, pointer), schema)
     return inlined
 
 

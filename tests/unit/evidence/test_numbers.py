@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import orjson
+
+from orchestrator.checks import read_witness
 from orchestrator.evidence import fragment_faults
 from orchestrator.evidence.numbers import integral_as_int
 
@@ -41,3 +45,22 @@ def test_the_schema_reads_an_integral_float_as_an_integer_and_a_fraction_as_none
     pointer = "/$defs/model_call/properties/status_code"
     assert fragment_faults(4.29e2, "probe-rollout/v1", pointer, "$") == []
     assert fragment_faults(429.5, "probe-rollout/v1", pointer, "$") != []
+
+
+def test_a_witness_as_the_proxy_writes_it_has_its_attempts_numbers_read_as_integers(tmp_path: Path) -> None:
+    """orjson's own form of a line holding 429.0 takes the fast reading, not the strict one: its attempts' numbers
+    (the ones checks test for int) are still integers to the checks."""
+    from tests.unit.checks.conftest import load_episode
+
+    events = load_episode("retry_429").witness
+    for e in events:
+        if e["event"] == "attempt":
+            e["status"] = float(e["status"])
+            if isinstance(e.get("usage"), dict):
+                e["usage"] = {k: float(v) if isinstance(v, int) else v for k, v in e["usage"].items()}
+    path = tmp_path / "witness.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    assert b'"status":429.0' in path.read_bytes()
+    attempts = read_witness(path).attempts(None)
+    assert {type(a["status"]) for a in attempts} == {int}
+    assert {type(v) for a in attempts if a.get("usage") for v in a["usage"].values() if v is not None} == {int}
