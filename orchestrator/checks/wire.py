@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from datetime import timedelta
 from operator import itemgetter, methodcaller
 from typing import Any
 
 from orchestrator.checks import looks
+from orchestrator.checks.categories import category_reason
 from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import (
     Join,
@@ -22,27 +22,11 @@ from orchestrator.checks.join import (
     call_keys,
     join_calls,
     loose_failures,
-    witness_key,
 )
 from orchestrator.checks.model import Kind, Unverifiable, check
-from orchestrator.checks.rollout_schema import TimeCache
+from orchestrator.checks.times import TimeCache
 
 __all__ = ["CLOCK_TOLERANCE", "EARLY_START_LIMIT"]
-
-_HTTP_CATEGORY = re.compile(r"http_(\d{3})")
-# Categories that name a transport failure: no complete HTTP reply was seen. A complete error reply called one of
-# these is a wrong category, except a gateway/request timeout status, which a harness may fairly call `timeout`.
-_TRANSPORT = frozenset({"timeout", "connection", "stream_cut", "reset", "cut", "withheld"})
-_TIMEOUT_STATUSES = frozenset({408, 504})
-# The transport categories each way an incomplete reply ended allows. A withheld reply (nothing sent, the connection
-# held open) ends only when the harness stops waiting: a timeout, as the scenario scripted it; calling it a cut
-# stream or a failed connection says the wire did something it did not. A cut stream may have been cut by the proxy
-# or abandoned by a client that timed out mid-stream; a reset is a connection that failed.
-_ENDED_AS = {
-    "withheld": frozenset({"timeout", "withheld"}),
-    "cut": frozenset({"stream_cut", "cut", "connection", "reset", "timeout"}),
-    "reset": frozenset({"connection", "reset", "stream_cut", "cut"}),
-}
 
 # Harness and proxy share the host clock, so the witness's times bound the recorded ones. Harnesses write times at
 # millisecond or whole-second resolution and take them just before sending / just after parsing: one second either
@@ -66,30 +50,6 @@ def _same_request(recorded: Any, attempt: dict[str, Any]) -> bool:
         except json.JSONDecodeError:
             return False
     return attempt.get("request") is not None and recorded == attempt["request"]
-
-
-def _category_reason(c: dict[str, Any], a: dict[str, Any]) -> str | None:
-    category = c.get("error_category")
-    if not isinstance(category, str) or not category:
-        return None
-    kind, status = witness_key(a)
-    http = _HTTP_CATEGORY.fullmatch(category)
-    if http:
-        if kind != "error" or status != int(http.group(1)):
-            seen = f"HTTP {status} reply" if kind == "error" else f"reply that ended {a.get('ended')!r}"
-            return f"{_name(c)}: error_category {category!r}, the wire shows a {seen}"
-        return None
-    if kind == "error" and category in _TRANSPORT and not (category == "timeout" and status in _TIMEOUT_STATUSES):
-        return (
-            f"{_name(c)}: error_category {category!r} is a transport failure, the wire shows a complete HTTP {status}"
-        )
-    allowed = _ENDED_AS.get(str(a.get("ended")), _TRANSPORT)
-    if kind == "interrupted" and category in _TRANSPORT and category not in allowed:
-        return (
-            f"{_name(c)}: error_category {category!r}, the wire shows a reply that ended {a.get('ended')!r} "
-            f"(a category of {', '.join(sorted(allowed))})"
-        )
-    return None
 
 
 @check(
@@ -132,7 +92,7 @@ def attempts_exchange(ev: Evidence) -> list[str]:
             for key in ("response_id", "finish_reason"):
                 if c.get(key) is not None:
                     reasons.append(f"{_name(c)}: a failed attempt records {key} {c.get(key)!r}; the wire sent none")
-            why = _category_reason(c, a)
+            why = category_reason(c, a)
             if why:
                 reasons.append(why)
         if c.get("request") is not None and not _same_request(c["request"], a):
