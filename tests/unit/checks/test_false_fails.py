@@ -2,13 +2,15 @@
 the way it is written, rather than for what it says, fails an honest harness.
 
 Each episode's rollout and witness are written out in a form a JSON writer may fairly choose (keys in another
-order; integers as `429.0` or `4.29E2`, which JSON Schema 2020-12 reads as the same integer) and read back through
-the readers an audit uses; every check must then give the status it gives the plainly written episode.
+order; integers as `429.0` or `4.29E2`, which JSON Schema 2020-12 reads as the same integer; UTC times as `+00:00`;
+fields the schema allows a writer to add) and read back through the readers an audit uses; every check must then
+give the status it gives the plainly written episode. mini-SWE-agent's captures are left out: they hold no witness.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -55,10 +57,45 @@ def _write(value: Any, number: Callable[[int], str], reverse: bool) -> str:
     return "{" + ",".join(f"{json.dumps(k)}:{_write(v, number, reverse)}" for k, v in items) + "}"
 
 
-REWRITES: dict[str, tuple[Callable[[int], str], bool]] = {
-    "keys reversed": (str, True),
-    "integers as 429.0": (lambda n: f"{n}.0", False),
-    "integers as 4.29E2": (_exponent, False),
+_UTC = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?)Z$")
+
+
+def _offset_times(value: Any) -> Any:
+    """Every UTC time written with the offset `+00:00` in place of `Z` (both the schemas' timestamp form)."""
+    if isinstance(value, str):
+        utc = _UTC.match(value)
+        return f"{utc.group(1)}+00:00" if utc else value
+    if isinstance(value, list):
+        return [_offset_times(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _offset_times(v) for k, v in value.items()}
+    return value
+
+
+def _times(ep: Episode) -> None:
+    ep.rollout, ep.witness = _offset_times(ep.rollout), _offset_times(ep.witness)
+
+
+def _extra_fields(ep: Episode) -> None:
+    # Where the rollout schema allows keys of a writer's own: extensions, and each message of a history.
+    ep.rollout["extensions"] = {**(ep.rollout.get("extensions") or {}), "writer": {"note": "rewritten"}}
+    for inv in ep.rollout["invocations"]:
+        for message in inv["conversation"]:
+            message["x_writer_note"] = "rewritten"
+
+
+def _unchanged(ep: Episode) -> None:
+    pass
+
+
+# Each honest rewrite: an edit of the episode (an equivalent form, or fields the schema allows), then how integers
+# are written and whether every object's keys are written in reverse order.
+REWRITES: dict[str, tuple[Callable[[Episode], None], Callable[[int], str], bool]] = {
+    "keys reversed": (_unchanged, str, True),
+    "integers as 429.0": (_unchanged, lambda n: f"{n}.0", False),
+    "integers as 4.29E2": (_unchanged, _exponent, False),
+    "times as +00:00": (_times, str, False),
+    "extra fields the schema allows": (_extra_fields, str, False),
 }
 
 
@@ -81,8 +118,10 @@ def _statuses(ep: Episode, root: Path, number: Callable[[int], str], reverse: bo
 def test_honest_rewrites_leave_every_status_unchanged(name: str, tmp_path: Path) -> None:
     ep = load_episode(name)
     plain = _statuses(ep, tmp_path / "plain", str, False)
-    for n, (rewrite, (number, reverse)) in enumerate(REWRITES.items()):
-        got = _statuses(ep, tmp_path / f"rewrite-{n}", number, reverse)
+    for n, (rewrite, (edit, number, reverse)) in enumerate(REWRITES.items()):
+        rewritten = ep.copy()
+        edit(rewritten)
+        got = _statuses(rewritten, tmp_path / f"rewrite-{n}", number, reverse)
         changed = {k: (plain[k], got[k]) for k in plain if got[k] != plain[k]}
         assert changed == {}, f"{rewrite}: {changed}"
 
