@@ -153,3 +153,21 @@ def test_session_totals_that_leave_out_a_recorded_summarization_call_fail() -> N
     status, reasons = ep.evaluate()["tokens.totals_match"]
     assert status == Status.FAIL
     assert all("the replies on the wire" in r or "its calls' token_stats" in r for r in reasons), reasons
+
+
+def test_status_less_failures_pair_with_the_scripted_failures_before_refused_side_requests() -> None:
+    """A 404 the proxy gave a side request outside the script is rarely recorded: left over beside the scripted
+    429s, it must not make the numbers differ and leave the recorded failures unjudged."""
+    ep = load_episode("retry_429")
+    attempts = [e for e in ep.witness if e["event"] == "attempt"]
+    side = {**attempts[0], "attempt_id": f"attempt-{len(attempts)}", "kind": "rejected", "status": 404}
+    side.update(response_id=None, usage=None, reply_kind=None)
+    ep.add_event(side)
+    calls: list[dict[str, Any]] = ep.rollout["model_calls"]
+    for c in calls:
+        if c["error_category"]:
+            c["status_code"] = None  # the failures recorded without their status, as OpenCode records them
+    assert ep.evaluate()["attempts.exchange"] == (Status.PASS, [])
+    next(c for c in calls if c["error_category"])["protocol"] = "responses"
+    status, reasons = ep.evaluate()["attempts.exchange"]
+    assert status == Status.FAIL and any("protocol 'responses'" in r for r in reasons), reasons
