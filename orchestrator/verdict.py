@@ -12,6 +12,7 @@ import structlog
 from orchestrator.checks import PROFILE, Evidence, Status, gate, read_witness, run_checks, scope_of
 from orchestrator.evidence import FormatError
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes, read_json
+from orchestrator.evidence.numbers import integral_as_int
 from orchestrator.harnesses import Harness, NormalizeError
 from orchestrator.harnesses.isolated import NormalizeBudget, Normalizer, normalize_isolated
 from orchestrator.paths import EpisodePaths
@@ -67,6 +68,9 @@ def collect_evidence(
     """`collected_bytes`: the byte cap the witness was collected under; a witness it let through is read, however
     far past the reader's usual cap it goes (a user who raised the cap asked for the memory it takes).
     `markers_ready`: called before the markers folder is read (an audit's copy of it may still be under way)."""
+    if isinstance(rollout, dict):
+        # 429.0 or 4.29E2 where the schema says integer is the integer 429 to the schema: to the checks too.
+        integral_as_int(rollout, "probe-rollout/v1")
     ev = Evidence(scenario=scenario, rollout=rollout)
     if rollout is None:
         ev.errors["rollout"] = why or "no rollout"

@@ -23,6 +23,7 @@ __all__ = [
     "column",
     "decided",
     "join_calls",
+    "loose_failures",
     "model_calls",
     "ok_columns",
     "ok_pairs",
@@ -251,6 +252,31 @@ def _join(ev: Evidence) -> Join:
         elif n > last:
             last = n
     return out
+
+
+def loose_failures(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Recorded failures the join left unpaired, each with the failed attempt it stands for in order: those the
+    join left over, when their numbers agree (a failure recorded without its status joins nothing by key).
+
+    Their other facts (protocol, category, request) are then still held to the wire: a missing status is
+    attempts.multiset's finding, and must not leave every other fact of the call unjudged. With unequal numbers
+    which attempt a call was is a guess, and nothing is paired."""
+    joined = join_calls(ev)
+    if not joined.unmatched:
+        return []
+    calls = [c for c in joined.unmatched if rollout_key(c)[0] != "ok"]
+    used = {id(a) for _, a in joined.pairs}
+    left = [
+        a
+        for a, key in zip(ev.w.attempts(None), attempt_keys(ev, None), strict=True)
+        if key[0] != "ok" and id(a) not in used
+    ]
+    # The scripted attempts first: requests the proxy refused outside the script (a 404 for a models list) are
+    # rarely recorded as calls, and would otherwise make the numbers differ.
+    for attempts in ([a for a in left if a["kind"] == "model"], left):
+        if calls and len(calls) == len(attempts):
+            return list(zip(calls, attempts, strict=True))
+    return []
 
 
 def ok_pairs(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:

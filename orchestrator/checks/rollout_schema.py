@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
 from typing import Any
 
 from orchestrator.checks import looks
 from orchestrator.checks.evidence import Evidence, scope_of
 from orchestrator.checks.join import call_column, shared
 from orchestrator.checks.model import Kind, check
-from orchestrator.evidence import fragment_batch_precheck, fragment_faults, holds_tuple
+from orchestrator.checks.times import TimeCache, parse_time
+from orchestrator.evidence import envelope_faults, fragment_batch_precheck, fragment_faults, holds_tuple
 
-__all__ = ["TimeCache", "parse_time"]
+__all__: list[str] = []
 
 FMT = "probe-rollout/v1"
 _ALL = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "E9")
+# Top-level values that other checks judge entry by entry (so one malformed call fails one check; compaction
+# records are compaction.recorded's), and the keys whose presence and type rollout.format names in its own words;
+# the schema judges the rest of the top level.
+_JUDGED_ELSEWHERE = frozenset({"model_calls", "invocations", "steps", "tool_calls", "outcome", "compactions"})
+_TYPED_HERE = frozenset({"schema", "model_calls", "invocations", "steps", "tool_calls", "gaps", "harness", "outcome"})
 
 
 def _items(ev: Evidence, key: str) -> list[Any]:
@@ -68,34 +73,16 @@ def _unique_nonblank(ids: list[Any]) -> bool:
     return len(distinct) == len(ids) and "" not in distinct
 
 
-class TimeCache:
-    """parse_time, each distinct text parsed once: 100,000 records carry far fewer distinct times than entries."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, datetime | None] = {}
-
-    def parse(self, value: Any) -> datetime | None:
-        if type(value) is not str:
-            return parse_time(value)
-        try:
-            return self._seen[value]
-        except KeyError:
-            parsed = self._seen[value] = parse_time(value)
-            return parsed
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
-
-
 @check("rollout.format", kind=Kind.SCHEMA, evidence=_ALL, location="$", needs=("rollout",))
 def rollout_format(ev: Evidence) -> list[str]:
-    """The rollout is a probe-rollout/v1 object with every top-level collection present and of the right type."""
+    """The rollout is a probe-rollout/v1 object with every top-level collection present and of the right type.
+
+    Lie caught besides a missing collection: a rollout without the fields the schema requires of its top level
+    (`task_id`, `rollout_id`, the harness's name and version), with keys the schema does not allow there, or with
+    malformed gaps or provenance. Each other schema check judges only its own part of the
+    rollout (compaction records are compaction.recorded's), so this check judges the rest of the top level
+    against the schema itself: before, the schema's top-level `required` list was read by no check at all.
+    """
     reasons = []
     if ev.r.get("schema") != FMT:
         reasons.append(f"$.schema: expected {FMT!r}, got {ev.r.get('schema')!r}")
@@ -105,7 +92,8 @@ def rollout_format(ev: Evidence) -> list[str]:
     for key in ("harness", "outcome"):
         if not isinstance(ev.r.get(key), dict):
             reasons.append(f"$.{key}: missing or not an object")
-    return reasons
+    found = envelope_faults(ev.r, FMT, _JUDGED_ELSEWHERE, _TYPED_HERE, parsed=ev.rollout_parsed)
+    return reasons + [str(f) for f in found]
 
 
 @check(

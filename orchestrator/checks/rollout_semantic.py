@@ -6,8 +6,9 @@ from collections import Counter
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import decided, shared
+from orchestrator.checks.join import call_column, decided, model_calls, shared
 from orchestrator.checks.model import Kind, check
+from orchestrator.evidence.jsonread import JsonFault, loads
 
 __all__: list[str] = []
 
@@ -30,8 +31,13 @@ def _objects(value: Any) -> list[dict[str, Any]]:
     depends_on=("invocations.identity",),
 )
 def history_rebuildable(ev: Evidence) -> list[str]:
-    """Each invocation's model-visible history can be replayed: a task, and every tool call answered in order."""
-    reasons = []
+    """Each invocation's model-visible history can be replayed: a task, and every tool call answered in order.
+
+    Lie caught besides a history with holes: a recorded request that continues a response by
+    `previous_response_id` (the provider holds the history) when no call recorded before it returned that
+    response, so the history the request was sent from is nowhere in the rollout.
+    """
+    reasons = _unrecorded_predecessors(ev)
     turns_of = _assistant_turns(ev)
     for inv in _dicts(ev, "invocations"):
         iid = inv["invocation_id"]
@@ -67,6 +73,36 @@ def history_rebuildable(ev: Evidence) -> list[str]:
                     reasons.append(
                         f"invocation {iid}: tool call {tc.get('tool_call_id')!r} has no result in the history"
                     )
+    return reasons
+
+
+def _previous_response(request: Any) -> Any:
+    """The previous_response_id a recorded request names (a request recorded as JSON text is read), else None."""
+    if isinstance(request, str) and "previous_response_id" in request:
+        try:
+            request = loads(request)
+        except JsonFault:
+            return None  # not JSON: nothing it continues can be read (attempts.exchange holds it to the wire)
+    return request.get("previous_response_id") if isinstance(request, dict) else None
+
+
+def _unrecorded_predecessors(ev: Evidence) -> list[str]:
+    requests = call_column(ev, "request")
+    if requests.count(None) == len(requests):
+        return []  # no call records its request (most harnesses): the history is the conversation alone
+    reasons = []
+    returned: set[Any] = set()
+    for c, request in zip(model_calls(ev), requests, strict=True):
+        previous = _previous_response(request)
+        if previous is not None and (not isinstance(previous, str) or previous not in returned):
+            reasons.append(
+                f"{c.get('model_call_id')}: its request continues response {previous!r} "
+                "(previous_response_id), which no call recorded before it returned: the history it was sent "
+                "from is not in the rollout"
+            )
+        rid = c.get("response_id")
+        if isinstance(rid, str):
+            returned.add(rid)
     return reasons
 
 

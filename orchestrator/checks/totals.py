@@ -66,6 +66,8 @@ def tokens_totals_match(ev: Evidence) -> list[str]:
     Lies caught: a session total that is not the sum of the usage the provider sent (Hermes records only totals),
     a step count that is not its attempts' sum, and a count where the wire carried none (null read as 0). Failed
     attempts carried no usage and add nothing; a sum over an unknown count is unknown, never a smaller number.
+    Both sides sum the same calls: a session's totals cover its side calls (summarization) that it records as
+    its own, on the wire as in its calls' counts.
     """
     invocations = [i for i in ev.r.get("invocations") or [] if isinstance(i, dict)]
     steps = [s for s in ev.r.get("steps") or [] if isinstance(s, dict)]
@@ -81,8 +83,18 @@ def tokens_totals_match(ev: Evidence) -> list[str]:
             continue
         where = f"invocation {inv.get('invocation_id')} token_totals"
         if len(invocations) == 1:
-            # The only session: its totals cover every reply the wire carried, recorded as a call or not.
+            # The only session: its totals cover every model reply the wire carried, recorded as a call or not, and
+            # the side replies (a compaction's summarization) it records as calls of its own: the very calls whose
+            # token_stats the totals are held to below. Model replies alone would fail every honest harness that
+            # counts its summarization calls in its session totals, and compacts.
             wire = [_wire_counts(a.get("usage")) for a in ev.w.attempts("model") if witness_key(a)[0] == "ok"]
+            wire += [
+                wire_of[id(c)]
+                for c, a in joined.pairs
+                if a.get("kind") != "model"
+                and c.get("invocation_id") == inv.get("invocation_id")
+                and rollout_key(c)[0] == "ok"
+            ]
         else:
             owned = [c for c in calls.values() if c.get("invocation_id") == inv.get("invocation_id")]
             wire = [wire_of[id(c)] for c in owned if id(c) in wire_of and rollout_key(c)[0] == "ok"]

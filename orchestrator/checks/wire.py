@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from datetime import timedelta
 from operator import itemgetter, methodcaller
 from typing import Any
 
 from orchestrator.checks import looks
+from orchestrator.checks.categories import category_reason
 from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import (
     Join,
@@ -21,18 +21,12 @@ from orchestrator.checks.join import (
     call_column,
     call_keys,
     join_calls,
-    witness_key,
+    loose_failures,
 )
 from orchestrator.checks.model import Kind, Unverifiable, check
-from orchestrator.checks.rollout_schema import TimeCache
+from orchestrator.checks.times import TimeCache
 
 __all__ = ["CLOCK_TOLERANCE", "EARLY_START_LIMIT"]
-
-_HTTP_CATEGORY = re.compile(r"http_(\d{3})")
-# Categories that name a transport failure: no complete HTTP reply was seen. A complete error reply called one of
-# these is a wrong category, except a gateway/request timeout status, which a harness may fairly call `timeout`.
-_TRANSPORT = frozenset({"timeout", "connection", "stream_cut", "reset", "cut", "withheld"})
-_TIMEOUT_STATUSES = frozenset({408, 504})
 
 # Harness and proxy share the host clock, so the witness's times bound the recorded ones. Harnesses write times at
 # millisecond or whole-second resolution and take them just before sending / just after parsing: one second either
@@ -58,24 +52,6 @@ def _same_request(recorded: Any, attempt: dict[str, Any]) -> bool:
     return attempt.get("request") is not None and recorded == attempt["request"]
 
 
-def _category_reason(c: dict[str, Any], a: dict[str, Any]) -> str | None:
-    category = c.get("error_category")
-    if not isinstance(category, str) or not category:
-        return None
-    kind, status = witness_key(a)
-    http = _HTTP_CATEGORY.fullmatch(category)
-    if http:
-        if kind != "error" or status != int(http.group(1)):
-            seen = f"HTTP {status} reply" if kind == "error" else f"reply that ended {a.get('ended')!r}"
-            return f"{_name(c)}: error_category {category!r}, the wire shows a {seen}"
-        return None
-    if kind == "error" and category in _TRANSPORT and not (category == "timeout" and status in _TIMEOUT_STATUSES):
-        return (
-            f"{_name(c)}: error_category {category!r} is a transport failure, the wire shows a complete HTTP {status}"
-        )
-    return None
-
-
 @check(
     "attempts.exchange",
     kind=Kind.BEHAVIORAL,
@@ -88,28 +64,35 @@ def attempts_exchange(ev: Evidence) -> list[str]:
 
     Lies caught: a success's status changed to another 2xx (200 -> 201); a failed attempt's protocol changed; a
     response id or finish reason on a failed call; an error category the reply contradicts (`http_500` for a
-    429, `timeout` for a complete 429, `http_429` for a withheld reply); a recorded request that is not the one
-    sent; and calls recorded in another order than the wire's (two successes' response ids swapped).
+    429, `timeout` for a complete 429, `http_429` for a withheld reply, `connection` or `stream_cut` for a reply
+    withheld until the harness timed out, which the scenario scripted as a timeout); a recorded request that is
+    not the one sent; and calls recorded in another order than the wire's (two successes' response ids swapped).
+    A failure recorded without the status that would join it is still paired, in order, with a failed attempt
+    left over (when their numbers agree), so its protocol, category and request are judged on their own.
+    A category of the harness's own naming (`no_reply`, `api_error`) claims no way of ending and is not judged.
     """
     joined = join_calls(ev)
     if _whole_exchanges(ev, joined):
         return []
     reasons = []
-    for (c, a), joined_key in zip(joined.pairs, joined.keys, strict=True):
+    loose = loose_failures(ev)
+    pairs = [*zip(joined.pairs, joined.keys, strict=True), *((p, ("loose", None)) for p in loose)]
+    for (c, a), joined_key in pairs:
         status, sent = c.get("status_code"), a.get("status")
         complete = a.get("ended") == "complete"
-        if complete and status != sent:
+        # A loose pair records no status that joins (so it was paired in order): that absence is multiset's finding.
+        if joined_key[0] != "loose" and complete and status != sent:
             reasons.append(f"{_name(c)}: status_code {status!r}, the wire answered {sent!r}")
-        elif not complete and status is not None and status != sent:
+        elif joined_key[0] != "loose" and not complete and status is not None and status != sent:
             reasons.append(f"{_name(c)}: status_code {status!r}, the wire's reply ({a.get('ended')}) had {sent!r}")
-        if joined_key[0] != "ok":  # the pair's key is its call's rollout_key
+        if joined_key[0] != "ok":  # the pair's key is its call's rollout_key (or loose: a failure paired in order)
             # A success's protocol and finish reason are calls.response_metadata's; a failure's are judged here.
             if c.get("protocol") != a.get("protocol"):
                 reasons.append(f"{_name(c)}: protocol {c.get('protocol')!r}, the request used {a.get('protocol')!r}")
             for key in ("response_id", "finish_reason"):
                 if c.get(key) is not None:
                     reasons.append(f"{_name(c)}: a failed attempt records {key} {c.get(key)!r}; the wire sent none")
-            why = _category_reason(c, a)
+            why = category_reason(c, a)
             if why:
                 reasons.append(why)
         if c.get("request") is not None and not _same_request(c["request"], a):

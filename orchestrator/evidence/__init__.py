@@ -5,6 +5,7 @@ from __future__ import annotations
 from orchestrator.evidence.validate import (
     Fault,
     FormatError,
+    envelope_faults,
     faults,
     fragment_batch_precheck,
     fragment_faults,
@@ -18,6 +19,7 @@ from orchestrator.evidence.validate import (
 __all__ = [
     "Fault",
     "FormatError",
+    "envelope_faults",
     "faults",
     "fragment_batch_precheck",
     "fragment_faults",

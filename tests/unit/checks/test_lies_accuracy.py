@@ -1,0 +1,173 @@
+"""Each class of lie issue 30 found passing, as a mutation of a real captured episode, and the one check that must
+now name it (its dependants may fail only as `blocked by`, every other check keeps its honest status)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from orchestrator.checks import Status
+from orchestrator.checks.attempts import TOKEN_FIELDS
+
+# The module, not its test function: imported by name, the function would be collected here a second time.
+from tests.unit.checks import test_negative_controls as controls
+from tests.unit.checks.conftest import Episode, load_episode
+
+
+def lie_no_run_ids(ep: Episode) -> None:
+    # Class 8: the schema requires both keys (null allowed); a rollout without them is not a probe-rollout/v1.
+    del ep.rollout["task_id"], ep.rollout["rollout_id"]
+
+
+def _chain(ep: Episode, previous: str) -> None:
+    """The second call of a Responses episode as a harness that chains by previous_response_id: the request it sent
+    (the witness's, so the wire agrees) names `previous`, and the rollout records that request."""
+    attempt = [e for e in ep.witness if e["event"] == "attempt" and e["kind"] == "model"][1]
+    attempt["request"] = {**attempt["request"], "previous_response_id": previous}
+    ep.rollout["model_calls"][1]["request"] = attempt["request"]
+
+
+def lie_unretained_history(ep: Episode) -> None:
+    # Class 8: the request continues a response the rollout never recorded: its history cannot be rebuilt.
+    _chain(ep, "resp_unretained_server_history")
+
+
+def _failed(ep: Episode) -> dict[str, Any]:
+    calls: list[dict[str, Any]] = ep.rollout["model_calls"]
+    [call] = [c for c in calls if c["error_category"]]
+    return call
+
+
+def lie_timeout_as_connection(ep: Episode) -> None:
+    # Class 8: the reply was withheld until the harness gave up (the scenario scripts a timeout); "connection" is
+    # contradicted by nothing but that script, and the wire's connection that stayed open.
+    _failed(ep)["error_category"] = "connection"
+
+
+def lie_timeout_as_stream_cut(ep: Episode) -> None:
+    _failed(ep)["error_category"] = "stream_cut"
+
+
+def lie_unjoined_failure_protocol(ep: Episode) -> None:
+    # Class 2: OpenCode logs a failed attempt's text, never its status, so its 429s join no attempt by key; the
+    # protocol of the first is changed, which nothing compared with the wire.
+    calls: list[dict[str, Any]] = ep.rollout["model_calls"]
+    next(c for c in calls if c["error_category"])["protocol"] = "responses"
+
+
+def lie_unjoined_failure_category(ep: Episode) -> None:
+    calls: list[dict[str, Any]] = ep.rollout["model_calls"]
+    next(c for c in calls if c["error_category"])["error_category"] = "http_500"
+
+
+LIES: list[tuple[str, str, str, Any]] = [
+    ("rollout without task_id and rollout_id", "rollout.format", "native:codex/retry_429", lie_no_run_ids),
+    (
+        "previous_response_id names a response never recorded",
+        "history.rebuildable",
+        "native:pi/responses_tool_success",
+        lie_unretained_history,
+    ),
+    (
+        "a timed-out attempt recorded as a failed connection",
+        "attempts.exchange",
+        "native:claude-code/harness_deadline",
+        lie_timeout_as_connection,
+    ),
+    (
+        "a timed-out attempt recorded as a cut stream",
+        "attempts.exchange",
+        "native:opencode/harness_deadline",
+        lie_timeout_as_stream_cut,
+    ),
+    (
+        "a failure recorded without its status, with another protocol",
+        "attempts.exchange",
+        "native:opencode/retry_429",
+        lie_unjoined_failure_protocol,
+    ),
+    (
+        "a failure recorded without its status, with a contradicted category",
+        "attempts.exchange",
+        "native:opencode/retry_429",
+        lie_unjoined_failure_category,
+    ),
+]
+
+
+@pytest.mark.parametrize(("lie", "check_id", "fixture", "mutate"), LIES, ids=[x[0] for x in LIES])
+def test_each_class_of_lie_fails_the_check_that_names_it(lie: str, check_id: str, fixture: str, mutate: Any) -> None:
+    controls.test_mutation_fails_exactly_its_check(check_id, fixture, mutate)
+
+
+def test_a_request_continuing_a_recorded_response_is_a_rebuildable_history() -> None:
+    ep = load_episode("native:pi/responses_tool_success")
+    _chain(ep, ep.rollout["model_calls"][0]["response_id"])
+    assert ep.evaluate()["history.rebuildable"] == (Status.PASS, [])
+    # Recorded as the JSON text it was sent as, the chain is read all the same.
+    ep.rollout["model_calls"][1]["request"] = json.dumps({"previous_response_id": "resp_elsewhere"})
+    status, reasons = ep.evaluate()["history.rebuildable"]
+    assert status == Status.FAIL and "'resp_elsewhere' (previous_response_id)" in reasons[0], reasons
+
+
+def test_a_timed_out_attempt_recorded_as_a_timeout_passes() -> None:
+    ep = load_episode("native:opencode/harness_deadline")
+    _failed(ep)["error_category"] = "timeout"
+    assert ep.evaluate()["attempts.exchange"] == (Status.PASS, [])
+
+
+def _session_totals(ep: Episode) -> Episode:
+    """The compaction episode as a harness that records session totals would: every call it made, the
+    summarization calls its compactions made included."""
+    [inv] = ep.rollout["invocations"]
+    owned = [c["token_stats"] for c in ep.rollout["model_calls"] if c["invocation_id"] == inv["invocation_id"]]
+    inv["token_totals"] = {f: sum(s[f] for s in owned) for f in TOKEN_FIELDS}
+    return ep
+
+
+def test_honest_session_totals_of_a_compacting_harness_pass_and_an_inflated_one_fails_alone() -> None:
+    """Class 9: the wire was summed over model replies only, the rollout over every call the session owns."""
+    ep = _session_totals(load_episode("context_compaction"))
+    assert ep.rollout["compactions"] and len(ep.rollout["model_calls"]) > 4  # summarization calls are recorded
+    honest = ep.evaluate()
+    assert honest["tokens.totals_match"] == (Status.PASS, [])
+    ep.rollout["invocations"][0]["token_totals"]["completion"] += 1
+    after = ep.evaluate()
+    status, reasons = after["tokens.totals_match"]
+    assert status == Status.FAIL
+    assert any("completion" in r and "the replies on the wire" in r for r in reasons), reasons
+    assert {k: v for k, v in after.items() if k != "tokens.totals_match"} == {
+        k: v for k, v in honest.items() if k != "tokens.totals_match"
+    }
+
+
+def test_session_totals_that_leave_out_a_recorded_summarization_call_fail() -> None:
+    """The same set on both sides: totals of the model replies alone disagree with the calls the session records."""
+    ep = load_episode("context_compaction")
+    helpers = {ref for c in ep.rollout["compactions"] for ref in c["model_call_refs"]}
+    [inv] = ep.rollout["invocations"]
+    policy = [c["token_stats"] for c in ep.rollout["model_calls"] if c["model_call_id"] not in helpers]
+    inv["token_totals"] = {f: sum(s[f] for s in policy) for f in TOKEN_FIELDS}
+    status, reasons = ep.evaluate()["tokens.totals_match"]
+    assert status == Status.FAIL
+    assert all("the replies on the wire" in r or "its calls' token_stats" in r for r in reasons), reasons
+
+
+def test_status_less_failures_pair_with_the_scripted_failures_before_refused_side_requests() -> None:
+    """A 404 the proxy gave a side request outside the script is rarely recorded: left over beside the scripted
+    429s, it must not make the numbers differ and leave the recorded failures unjudged."""
+    ep = load_episode("retry_429")
+    attempts = [e for e in ep.witness if e["event"] == "attempt"]
+    side = {**attempts[0], "attempt_id": f"attempt-{len(attempts)}", "kind": "rejected", "status": 404}
+    side.update(response_id=None, usage=None, reply_kind=None)
+    ep.add_event(side)
+    calls: list[dict[str, Any]] = ep.rollout["model_calls"]
+    for c in calls:
+        if c["error_category"]:
+            c["status_code"] = None  # the failures recorded without their status, as OpenCode records them
+    assert ep.evaluate()["attempts.exchange"] == (Status.PASS, [])
+    next(c for c in calls if c["error_category"])["protocol"] = "responses"
+    status, reasons = ep.evaluate()["attempts.exchange"]
+    assert status == Status.FAIL and any("protocol 'responses'" in r for r in reasons), reasons
