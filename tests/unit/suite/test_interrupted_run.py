@@ -6,7 +6,9 @@ from __future__ import annotations
 import _thread
 import json
 import shutil
+import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -64,6 +66,15 @@ class _Ahead:
 
     def set_up_next(self) -> None:
         pass
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises() -> Iterator[None]:
+    # _thread.interrupt_main() does nothing where SIGINT is ignored, as a shell leaves it for a job started in the
+    # background (`make test &`): the tests' Ctrl-C gets Python's own handler, whatever the parent left.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 def _killed(scenario: str) -> dict[str, Any]:
