@@ -11,9 +11,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from orchestrator.atif.agree import core_faults
 from orchestrator.atif.read import atif_to_rollout
 from orchestrator.atif.validate import EXTENSION_FORMAT, load_atif, validate_atif, validate_extension
-from orchestrator.atif.write import rollout_to_atif
+from orchestrator.atif.write import EXTENSION, rollout_to_atif
 from orchestrator.evidence import FormatError, load_json
 from orchestrator.output import make_output
 from orchestrator.records import Rollout
@@ -25,6 +26,8 @@ ATIF_NAME = "trajectory.json"
 # What an exported episode keeps besides its trajectory, so the export is itself an auditable run directory: the run's
 # own result too, for its execution record (how the harness process ended), without which its audit could not judge
 # the process checks the run judged.
+# Disagreements of core fields with the extension named in a normalize message; the count says how many more.
+_SHOWN = 5
 _EVIDENCE = ("scenario.json", "witness.jsonl", "runtime.json", "markers", "scenario_result.json")
 
 
@@ -78,10 +81,18 @@ def read_atif_rollout(episode: Path, harness_name: str) -> tuple[Rollout | None,
         # trajectory is answerable for it, as for a bad rollout.
         return None, f"the ATIF trajectory's extra.harness_probe is not a valid {EXTENSION_FORMAT}: {exc}"
     try:
-        return atif_to_rollout(doc, harness_name), None
+        rollout = atif_to_rollout(doc, harness_name)
+        disagree = core_faults(doc, rollout)
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
         # What the extension's schema lets through and still does not hold together as a rollout.
         return None, f"the ATIF trajectory does not read as a rollout: {type(exc).__name__}: {str(exc)[:300]}"
+    if disagree:
+        # The checks judge what the extension says; a core field a Harbor reader sees saying otherwise would pass
+        # unjudged, so the writer answers for the trajectory as for an extension that is not ours.
+        shown = "; ".join(str(f) for f in disagree[:_SHOWN])
+        more = f" (and {len(disagree) - _SHOWN} more)" if len(disagree) > _SHOWN else ""
+        return None, f"the ATIF trajectory's core fields disagree with its extra.{EXTENSION}: {shown}{more}"
+    return rollout, None
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from orchestrator.atif.core import text as _text
 from orchestrator.atif.write import EXTENSION, PASSTHROUGH, ROLLOUT_FORMAT
 from orchestrator.records import Rollout
 
@@ -59,14 +60,6 @@ def _ext(obj: Any) -> dict[str, Any]:
     extra = obj.get("extra") if isinstance(obj, dict) else None
     ext = extra.get(EXTENSION) if isinstance(extra, dict) else None
     return ext if isinstance(ext, dict) else {}
-
-
-def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # multimodal parts: the text parts, in order; media are not model text here
-        return "".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return None
 
 
 def _stats(metrics: Any) -> dict[str, int | None]:
@@ -143,6 +136,8 @@ class _Reader:
                 record = _ext(tc).get("record")
                 if isinstance(record, dict):
                     self.tool_calls.append(record)
+                    continue
+                if _ext(tc).get("no_record") is True:  # the rollout recorded no tool call for it: none is made up
                     continue
                 outputs = [r["content"] for r in results if r.get("tool_call_id") == tc["tool_call_id"]]
                 self.tool_calls.append(

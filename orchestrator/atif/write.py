@@ -10,34 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.atif.core import answer_place, as_object, last_agent_step, ok, step_metrics, totals
+
 __all__ = ["EXTENSION", "rollout_to_atif"]
 
 EXTENSION = "harness_probe"
 PASSTHROUGH = ("provenance", "compactions")
 _INVOCATION_CORE = ("invocation_id", "parent_invocation_id", "model_call_refs", "conversation")
 ROLLOUT_FORMAT = "probe-rollout/v1"
-
-
-def _ok(call: dict[str, Any]) -> bool:
-    status = call.get("status_code")
-    return call.get("error_category") is None and (status is None or 200 <= int(status) < 300)
-
-
-def _metrics(call: dict[str, Any]) -> dict[str, Any] | None:
-    stats = call.get("token_stats") or {}
-    metrics = {
-        "prompt_tokens": stats.get("prompt"),
-        "completion_tokens": stats.get("completion"),
-        "cached_tokens": stats.get("cached"),
-    }
-    metrics = {k: v for k, v in metrics.items() if v is not None}
-    return metrics or None
-
-
-def _total(calls: list[dict[str, Any]], key: str) -> int | None:
-    values = [(c.get("token_stats") or {}).get(key) for c in calls]
-    known = [v for v in values if isinstance(v, int)]
-    return sum(known) if known else None
 
 
 class _Writer:
@@ -50,7 +30,7 @@ class _Writer:
         self.used_tools: set[str] = set()
 
     def trajectory(self, inv: dict[str, Any], version: str) -> dict[str, Any]:
-        successes = [self.calls[r] for r in inv.get("model_call_refs", []) if r in self.calls and _ok(self.calls[r])]
+        successes = [self.calls[r] for r in inv.get("model_call_refs", []) if r in self.calls and ok(self.calls[r])]
         # Where the rollout records steps, they say which calls the history's turns were: a call in no step (a
         # context compaction's summary request) is matched to no agent step. It stays among the unattached calls,
         # and the invocation's own refs keep its place.
@@ -106,12 +86,7 @@ class _Writer:
                 "version": self.rollout["harness"].get("version") or "unknown",
             },
             "steps": steps,
-            "final_metrics": {
-                "total_prompt_tokens": _total(successes, "prompt"),
-                "total_completion_tokens": _total(successes, "completion"),
-                "total_cached_tokens": _total(successes, "cached"),
-                "total_steps": len(steps),
-            },
+            "final_metrics": {**totals(successes), "total_steps": len(steps)},
             "extra": {EXTENSION: ext},
         }
 
@@ -132,7 +107,9 @@ class _Writer:
             attempts = [self.calls[r] for r in refs if r in self.calls and r not in self.used_calls]
             self.used_calls.update(c["model_call_id"] for c in attempts)
             step["timestamp"] = (rstep or {}).get("timestamp") or call.get("completed_at")
-            step["metrics"] = _metrics(call)
+            # The step's call is its first success (the others of the step are its failed attempts): the reader
+            # holds the metrics to that call.
+            step["metrics"] = step_metrics(next(c for c in attempts if ok(c)))
             ext["model_calls"] = attempts
             if rstep:
                 ext["step_no"] = rstep["step_no"]
@@ -146,15 +123,20 @@ class _Writer:
         for tc in m.get("tool_calls") or []:
             args = tc.get("arguments")
             rec = self.tools.get(tc.get("tool_call_id"))
-            tc_ext: dict[str, Any] = {"arguments_raw": args} if not isinstance(args, dict) else {}
+            # The core arguments are the history's as an object; the reader holds them to the tool record's, so the
+            # history's own are kept beside them wherever they are not those (text, or other than the record's).
+            differ = not isinstance(args, dict) or (rec is not None and as_object(rec.get("arguments")) != args)
+            tc_ext: dict[str, Any] = {"arguments_raw": args} if differ else {}
             if rec is not None:
                 self.used_tools.add(rec["tool_call_id"])
                 tc_ext["record"] = rec
+            else:  # never run as a tool (a prefilled turn, a finish call): read back, it makes no tool record
+                tc_ext["no_record"] = True
             calls_out.append(
                 {
                     "tool_call_id": tc.get("tool_call_id"),
                     "function_name": tc.get("tool_name"),
-                    "arguments": args if isinstance(args, dict) else {},
+                    "arguments": as_object(args),
                     "extra": {EXTENSION: tc_ext},
                 }
             )
@@ -216,6 +198,13 @@ def rollout_to_atif(rollout: dict[str, Any], version: str = "ATIF-v1.8") -> dict
             },
         }
     )
+    answer = (rollout.get("outcome") or {}).get("final_answer")
+    if isinstance(answer, str) and answer:
+        # Where the core shows the final answer, when it is not the last agent message itself: the reader holds
+        # the core to it there.
+        place = answer_place(last_agent_step(doc["steps"]), answer)
+        if place != "message":
+            ext["final_answer_at"] = place
     if isinstance(rollout.get("extensions"), dict):
         ext["extensions"] = rollout["extensions"]
     # Optional top-level facts ATIF has no place for, kept whole so a round trip gives them back.
