@@ -8,7 +8,7 @@ writer, named by JSONPath, and the trajectory is not read as a rollout (as for a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.atif.core import (
     TOKEN_KEYS,
@@ -41,7 +41,10 @@ def _ext(node: Any) -> dict[str, Any] | None:
 def core_faults(doc: dict[str, Any], rollout: Rollout) -> list[Fault]:
     """Every core field of `doc` that disagrees with what its extension gave `rollout` (a trajectory without the
     extension has none: its core fields are all the reader takes)."""
-    calls = {c["model_call_id"]: c for c in rollout["model_calls"] if isinstance(c, dict) and "model_call_id" in c}
+    model_calls = cast(list[Any], rollout["model_calls"])
+    calls = {
+        c["model_call_id"]: c for c in model_calls if isinstance(c, dict) and isinstance(c.get("model_call_id"), str)
+    }
     found: list[Fault] = []
     pending: list[tuple[dict[str, Any], str]] = [(doc, "$")]
     while pending:
@@ -81,7 +84,8 @@ def _trajectory(traj: dict[str, Any], at: str, calls: dict[str, dict[str, Any]])
 def _metrics(step: dict[str, Any], attempts: list[Any], at: str) -> list[Fault]:
     call = next((c for c in attempts if isinstance(c, dict) and ok(c)), None)
     want = step_metrics(call) or {}
-    got = step.get("metrics") if isinstance(step.get("metrics"), dict) else {}
+    raw = step.get("metrics")
+    got: dict[str, Any] = raw if isinstance(raw, dict) else {}
     found = []
     for key, _ in TOKEN_KEYS:
         if got.get(key) != want.get(key):

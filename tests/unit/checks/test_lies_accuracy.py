@@ -1,5 +1,7 @@
 """Each class of lie issue 30 found passing, as a mutation of a real captured episode, and the one check that must
-now name it (its dependants may fail only as `blocked by`, every other check keeps its honest status)."""
+now name it (its dependants may fail only as `blocked by`, every other check keeps its honest status). Class 6 (an
+ATIF trajectory's core fields edited away from its extension) is a fault against the trajectory's writer, found as
+the trajectory is read rather than by a check: its controls are in tests/unit/atif/test_atif_core_agrees.py."""
 
 from __future__ import annotations
 
