@@ -74,7 +74,7 @@ def as_object(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # text nested past the parser's depth is no object either, not a crash
             return {}
         return parsed if isinstance(parsed, dict) else {}
     return {}

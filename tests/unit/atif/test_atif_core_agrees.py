@@ -13,6 +13,7 @@ import pytest
 
 from orchestrator.atif import atif_to_rollout, export_atif, rollout_to_atif
 from orchestrator.atif.agree import core_faults
+from orchestrator.atif.core import as_object
 from orchestrator.audit import audit
 from orchestrator.checks import Evidence, Witness, run_checks, scope_of
 from tests.unit.checks.conftest import Episode, load_episode
@@ -187,3 +188,9 @@ def test_arguments_given_as_json_text_reach_the_core_as_their_object() -> None:
         f"$.steps[{doc['steps'].index(next(s for s in doc['steps'] if core in (s.get('tool_calls') or [])))}]"
         f".tool_calls[0].arguments"
     ]
+
+
+def test_arguments_text_nested_past_the_parsers_depth_are_no_object() -> None:
+    assert as_object('{"a": ' * 100_000 + "1" + "}" * 100_000) == {}
+    assert as_object('{"command": "ls"}') == {"command": "ls"}
+    assert as_object("[1]") == as_object("not json") == as_object(None) == {}
