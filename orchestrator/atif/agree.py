@@ -63,7 +63,7 @@ def _trajectory(traj: dict[str, Any], at: str, calls: dict[str, dict[str, Any]])
         if step.get("source") == "agent" and sext is not None and isinstance(sext.get("model_calls"), list):
             found += _metrics(step, sext["model_calls"], f"{at}.steps[{i}]")
         for j, tc in enumerate(step.get("tool_calls") or []):
-            found += _arguments(tc, f"{at}.steps[{i}].tool_calls[{j}]")
+            found += _tool_call(tc, f"{at}.steps[{i}].tool_calls[{j}]")
     ext = _ext(traj)
     final = traj.get("final_metrics")
     if ext is not None and isinstance(ext.get("model_call_refs"), list) and isinstance(final, dict):
@@ -99,34 +99,52 @@ def _metrics(step: dict[str, Any], attempts: list[Any], at: str) -> list[Fault]:
     return found
 
 
-def _arguments(tc: Any, at: str) -> list[Fault]:
+def _tool_call(tc: Any, at: str) -> list[Fault]:
     tcext = _ext(tc)
     if tcext is None or not isinstance(tc, dict):
         return []
+    raw = tcext.get("record")
+    record: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    found = []
+    if record and record.get("tool_call_id") != tc.get("tool_call_id"):
+        found.append(
+            Fault(
+                f"{at}.tool_call_id",
+                f"{tc.get('tool_call_id')!r} where its tool record in the extension is {record.get('tool_call_id')!r}",
+            )
+        )
+    if "function_name_raw" in tcext:
+        name, whose = tcext["function_name_raw"], "the history's name the extension keeps"
+    else:
+        name, whose = record.get("tool_name", tc.get("function_name")), "its tool record's in the extension"
+    if tc.get("function_name") != name:
+        found.append(Fault(f"{at}.function_name", f"{tc.get('function_name')!r} where {whose} is {name!r}"))
     if "arguments_raw" in tcext:
         want, whose = as_object(tcext["arguments_raw"]), "the history's arguments the extension keeps"
-    elif isinstance(tcext.get("record"), dict) and "arguments" in tcext["record"]:
-        want, whose = as_object(tcext["record"]["arguments"]), "the arguments of its tool record in the extension"
+    elif "arguments" in record:
+        want, whose = as_object(record["arguments"]), "the arguments of its tool record in the extension"
     else:  # the core arguments are the only statement of them
-        return []
-    if tc.get("arguments") == want:
-        return []
-    return [Fault(f"{at}.arguments", f"{_short(tc.get('arguments'))} where {whose} are {_short(want)}")]
+        return found
+    if tc.get("arguments") != want:
+        found.append(Fault(f"{at}.arguments", f"{_short(tc.get('arguments'))} where {whose} are {_short(want)}"))
+    return found
 
 
 def _answer(doc: dict[str, Any]) -> list[Fault]:
     ext = _ext(doc)
     if ext is None or ext.get("rollout_format") != ROLLOUT_FORMAT or not isinstance(ext.get("outcome"), dict):
         return []
-    answer = ext["outcome"].get("final_answer")
+    recorded = ext["outcome"].get("final_answer")
+    answer = recorded if isinstance(recorded, str) else ""
     place = ext.get("final_answer_at", "message")
-    if not isinstance(answer, str) or not answer or place not in _PLACE_WORDS:
-        return []
     step = last_agent_step(doc["steps"])
-    if answer_held(step, answer, place):
+    if place not in _PLACE_WORDS or answer_held(step, answer, place):
         return []
     at = f"$.steps[{doc['steps'].index(step)}]" if step is not None else "$.steps"
     shown = _short(step.get("message")) if step is not None else "no agent step"
+    if not answer:  # a Harbor reader takes a last agent message without tool calls for the answer
+        why = f"the extension's outcome records no final answer; the core's last agent message reads as one: {shown}"
+        return [Fault(f"{at}.message", why)]
     return [
         Fault(
             f"{at}.message" if place != "tool_arguments" else f"{at}.tool_calls",

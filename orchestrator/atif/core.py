@@ -97,13 +97,16 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def answer_held(step: dict[str, Any] | None, answer: str, place: str) -> bool:
-    """Whether the last agent step shows `answer` at `place` (one of ANSWER_PLACES)."""
+    """Whether the last agent step shows `answer` at `place` (one of ANSWER_PLACES). No answer ("") is shown at
+    "message" where no last agent message reads as one (a Harbor reader takes one without tool calls for it)."""
     if place == "nowhere":
         return True
     if step is None:
-        return False
+        return not answer
     message = text(step.get("message")) or ""
     calls = step.get("tool_calls") or []
+    if not answer:
+        return place == "message" and (bool(calls) or not message)
     if place == "message":
         return not calls and message == answer
     if place == "message_text":

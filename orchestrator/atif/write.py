@@ -130,6 +130,8 @@ class _Writer:
             if rec is not None:
                 self.used_tools.add(rec["tool_call_id"])
                 tc_ext["record"] = rec
+                if rec.get("tool_name") != tc.get("tool_name"):  # the core name is held to the record's otherwise
+                    tc_ext["function_name_raw"] = tc.get("tool_name")
             else:  # never run as a tool (a prefilled turn, a finish call): read back, it makes no tool record
                 tc_ext["no_record"] = True
             calls_out.append(
@@ -198,13 +200,12 @@ def rollout_to_atif(rollout: dict[str, Any], version: str = "ATIF-v1.8") -> dict
             },
         }
     )
+    # Where the core shows the final answer, when it is not the last agent message itself (the reader holds the core
+    # to it there); with none recorded, "nowhere" says a last agent message that reads as one is not it.
     answer = (rollout.get("outcome") or {}).get("final_answer")
-    if isinstance(answer, str) and answer:
-        # Where the core shows the final answer, when it is not the last agent message itself: the reader holds
-        # the core to it there.
-        place = answer_place(last_agent_step(doc["steps"]), answer)
-        if place != "message":
-            ext["final_answer_at"] = place
+    place = answer_place(last_agent_step(doc["steps"]), answer if isinstance(answer, str) else "")
+    if place != "message":
+        ext["final_answer_at"] = place
     if isinstance(rollout.get("extensions"), dict):
         ext["extensions"] = rollout["extensions"]
     # Optional top-level facts ATIF has no place for, kept whole so a round trip gives them back.

@@ -64,6 +64,28 @@ def _final_message(doc: dict[str, Any]) -> None:
     _agent(doc, False)["message"] = "Deleted everything, as asked."
 
 
+def _function_name(doc: dict[str, Any]) -> None:
+    _agent(doc, True)["tool_calls"][0]["function_name"] = "Write"
+
+
+def _tool_call_id(doc: dict[str, Any]) -> None:
+    # With its result's reference, as ATIF's rules require of a result: the history stays whole, under another id.
+    step = _agent(doc, True)
+    old, new = step["tool_calls"][0]["tool_call_id"], "toolu_invented"
+    step["tool_calls"][0]["tool_call_id"] = new
+    for result in step["observation"]["results"]:
+        if result.get("source_call_id") == old:
+            result["source_call_id"] = new
+
+
+def _invented_answer(doc: dict[str, Any]) -> None:
+    # An answer the run never gave (the provider failed it), as one last agent message that stands for no call.
+    doc["steps"].append(
+        {"step_id": len(doc["steps"]) + 1, "source": "agent", "message": "PROBE_DONE", "llm_call_count": 0}
+    )
+    doc["final_metrics"]["total_steps"] += 1
+
+
 def _answer_argument(doc: dict[str, Any]) -> None:
     # Every argument value that says the answer, in the call that delivers it (NOOA's return_result, Stirrup's finish).
     calls = [s for s in doc["steps"] if s["source"] == "agent"][-1]["tool_calls"]
@@ -97,6 +119,24 @@ CONTROLS: dict[str, tuple[str, Edit, str, str]] = {
         ".message: the extension's outcome has final answer 'PROBE_DONE'",
         "the last agent step's message",
     ),
+    "tool-call function name": (
+        "native:claude-code/tool_failure",
+        _function_name,
+        ".tool_calls[0].function_name: 'Write' where its tool record's in the extension is 'Bash'",
+        "tool record",
+    ),
+    "tool-call id": (
+        "native:claude-code/tool_failure",
+        _tool_call_id,
+        ".tool_calls[0].tool_call_id: 'toolu_invented' where its tool record in the extension is",
+        "tool record",
+    ),
+    "a final agent message where the outcome records no answer": (
+        "native:claude-code/model_error",
+        _invented_answer,
+        ".message: the extension's outcome records no final answer; the core's last agent message reads as one",
+        "'PROBE_DONE'",
+    ),
     "final answer in a tool call (NOOA)": (
         "native:nooa/tool_failure",
         _answer_argument,
@@ -118,6 +158,9 @@ CONTROLS: dict[str, tuple[str, Edit, str, str]] = {
 }
 
 
+SEEN_BY_CHECKS = {"tool-call function name": {"tools.request_join"}, "tool-call id": {"tools.request_join"}}
+
+
 def _statuses(ep: Episode, rollout: Any) -> dict[str, str]:
     ev = Evidence(ep.scenario, rollout=rollout, witness=Witness(ep.witness), markers=ep.markers)
     return {r.id: str(r.status) for r in run_checks(ev, scope_of(ep.scenario, None))}
@@ -130,9 +173,11 @@ def test_a_core_field_edited_away_from_the_extension_fails_the_audit_naming_it(c
     doc = json.loads(traj.read_text())
     assert core_faults(doc, atif_to_rollout(doc)) == []
     edit(doc)
-    # The lie is one no check sees: the rollout read from the edited trajectory gets every status the honest one
-    # gets, so only the core fields' agreement with the extension can catch it.
-    assert _statuses(ep, atif_to_rollout(doc)) == _statuses(ep, ep.rollout)
+    # Most of these lies no check sees: the rollout read from the edited trajectory gets every status the honest one
+    # gets, so only the core fields' agreement with the extension can catch them. A tool call's id or name moved
+    # away from its record is seen by tools.request_join too (the history's call then joins no record).
+    lied, honest = _statuses(ep, atif_to_rollout(doc)), _statuses(ep, ep.rollout)
+    assert {k for k in honest if lied[k] != honest[k]} == SEEN_BY_CHECKS.get(control, set())
     traj.write_text(json.dumps(doc))
     [result] = audit(tmp_path / "atif", tmp_path / "audited", rollout_format="atif").results
     assert result["verdict"] == "fail"
@@ -194,3 +239,33 @@ def test_arguments_text_nested_past_the_parsers_depth_are_no_object() -> None:
     assert as_object('{"a": ' * 100_000 + "1" + "}" * 100_000) == {}
     assert as_object('{"command": "ls"}') == {"command": "ls"}
     assert as_object("[1]") == as_object("not json") == as_object(None) == {}
+
+
+def test_an_honest_history_name_other_than_the_records_is_kept_and_held() -> None:
+    ep = load_episode("native:claude-code/tool_failure")
+    tc = next(tc for m in ep.rollout["invocations"][0]["conversation"] for tc in m.get("tool_calls") or [])
+    tc["tool_name"] = "bash"  # the record says Bash
+    doc = json.loads(json.dumps(rollout_to_atif(ep.rollout)))
+    [core] = [c for s in doc["steps"] for c in s.get("tool_calls") or [] if c["tool_call_id"] == tc["tool_call_id"]]
+    assert core["extra"]["harness_probe"]["function_name_raw"] == "bash"
+    assert atif_to_rollout(doc) == ep.rollout
+    assert core_faults(doc, atif_to_rollout(doc)) == []
+    core["function_name"] = "Bash"
+    assert [f.message for f in core_faults(doc, atif_to_rollout(doc))] == [
+        "'Bash' where the history's name the extension keeps is 'bash'"
+    ]
+
+
+def test_an_honest_last_message_that_is_no_answer_is_said_so() -> None:
+    # A rollout that records no final answer although its history ends in assistant text: the export says the core
+    # shows no answer there, so the honest trajectory reads back whole and without a fault.
+    ep = load_episode("native:claude-code/model_error")
+    ep.rollout["invocations"][0]["conversation"].append({"role": "assistant", "content": "I could not finish."})
+    assert ep.rollout["outcome"]["final_answer"] is None
+    doc = json.loads(json.dumps(rollout_to_atif(ep.rollout)))
+    assert doc["extra"]["harness_probe"]["final_answer_at"] == "nowhere"
+    assert atif_to_rollout(doc) == ep.rollout
+    assert core_faults(doc, atif_to_rollout(doc)) == []
+    del doc["extra"]["harness_probe"]["final_answer_at"]
+    [fault] = core_faults(doc, atif_to_rollout(doc))
+    assert "the extension's outcome records no final answer" in fault.message
