@@ -29,6 +29,7 @@ _PLACE_WORDS = {
     "message": "the last agent step's message, with no tool calls",
     "message_text": "within the last agent step's message",
     "tool_arguments": "as an argument's value of a tool call of the last agent step",
+    "tool_arguments_text": "within an argument's value of a tool call of the last agent step",
 }
 
 
@@ -147,7 +148,7 @@ def _answer(doc: dict[str, Any]) -> list[Fault]:
         return [Fault(f"{at}.message", why)]
     return [
         Fault(
-            f"{at}.message" if place != "tool_arguments" else f"{at}.tool_calls",
+            f"{at}.tool_calls" if place.startswith("tool_arguments") else f"{at}.message",
             f"the extension's outcome has final answer {_short(answer)}, to be {_PLACE_WORDS[place]}; the core "
             f"shows {shown}" + (" with tool calls" if step is not None and step.get("tool_calls") else ""),
         )

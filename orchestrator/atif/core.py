@@ -27,8 +27,9 @@ TOTAL_KEYS = (
 )
 # Where the core shows the outcome's final answer: the last agent step's message is it (the default, never written),
 # holds it within its text (Terminus's keystroke JSON), or a tool call of that step carries it as an argument's
-# value (NOOA's return_result, Stirrup's finish); "nowhere" says no core field holds it.
-ANSWER_PLACES = ("message", "message_text", "tool_arguments", "nowhere")
+# value (NOOA's return_result, Stirrup's finish) or within one (mini-SWE-agent's submitting shell command); "nowhere"
+# says no core field holds it.
+ANSWER_PLACES = ("message", "message_text", "tool_arguments", "tool_arguments_text", "nowhere")
 
 
 def ok(call: dict[str, Any]) -> bool:
@@ -111,7 +112,10 @@ def answer_held(step: dict[str, Any] | None, answer: str, place: str) -> bool:
         return not calls and message == answer
     if place == "message_text":
         return answer in message
-    return any(s == answer for tc in calls if isinstance(tc, dict) for s in _strings(tc.get("arguments")))
+    values = (v for tc in calls if isinstance(tc, dict) for v in _strings(tc.get("arguments")))
+    if place == "tool_arguments":
+        return any(v == answer for v in values)
+    return any(answer in v for v in values)
 
 
 def answer_place(step: dict[str, Any] | None, answer: str) -> str:

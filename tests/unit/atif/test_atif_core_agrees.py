@@ -16,7 +16,9 @@ from orchestrator.atif.agree import core_faults
 from orchestrator.atif.core import as_object
 from orchestrator.audit import audit
 from orchestrator.checks import Evidence, Witness, run_checks, scope_of
+from orchestrator.harnesses.mini_swe_agent_normalize import TRAJECTORY_NAME, normalize_trajectory
 from tests.unit.checks.conftest import Episode, load_episode
+from tests.unit.harnesses.captured import fixtures
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -269,3 +271,19 @@ def test_an_honest_last_message_that_is_no_answer_is_said_so() -> None:
     del doc["extra"]["harness_probe"]["final_answer_at"]
     [fault] = core_faults(doc, atif_to_rollout(doc))
     assert "the extension's outcome records no final answer" in fault.message
+
+
+def test_mini_swe_agents_answer_within_its_submitting_command_is_held() -> None:
+    # mini-SWE-agent submits through the shell: the answer is within the last command's text. (Its captures hold no
+    # witness, so this control reads the trajectory without the audit.)
+    rollout = normalize_trajectory(fixtures("mini-swe-agent") / "tool_success" / TRAJECTORY_NAME, "mini-swe-agent")
+    answer = rollout["outcome"]["final_answer"]
+    assert isinstance(answer, str) and answer
+    doc = json.loads(json.dumps(rollout_to_atif(dict(rollout))))
+    assert doc["extra"]["harness_probe"]["final_answer_at"] == "tool_arguments_text"
+    assert core_faults(doc, atif_to_rollout(doc)) == []
+    [tc] = [s for s in doc["steps"] if s["source"] == "agent"][-1]["tool_calls"]
+    tc["arguments"] = {k: v.replace(answer, "NOT_DONE") for k, v in tc["arguments"].items()}
+    tc["extra"]["harness_probe"]["record"]["arguments"] = tc["arguments"]  # the record too: only the answer moved
+    [fault] = core_faults(doc, atif_to_rollout(doc))
+    assert fault.path.endswith(".tool_calls") and "within an argument's value" in fault.message, fault
