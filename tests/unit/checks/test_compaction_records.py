@@ -1,0 +1,118 @@
+"""Each compaction record is held to the wire, in every scenario: a record moved to another step, records trading
+their calls, an extra record, and a compaction invented where the wire shows none each fail compaction.recorded,
+and only it (mutations of the reference harness's real context_compaction episode and of real harnesses' episodes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from orchestrator.checks import Status
+from tests.unit.checks.conftest import Episode, load_episode
+from tests.unit.checks.test_negative_controls import test_mutation_fails_exactly_its_check as fails_exactly
+
+
+def _records(ep: Episode) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = ep.rollout["compactions"]
+    return records
+
+
+def moved(ep: Episode) -> None:
+    # The first compaction (its summarization came before step 3's policy call) recorded one step early.
+    _records(ep)[0]["step_no"] = 2
+
+
+def traded(ep: Episode) -> None:
+    # Two real records, each now naming the other's summarization call: every ref still resolves and is owned.
+    a, b = _records(ep)
+    a["model_call_refs"], b["model_call_refs"] = b["model_call_refs"], a["model_call_refs"]
+
+
+def extra(ep: Episode) -> None:
+    # A history drop claimed at step 1, where the wire shows no summarization and no shortened history.
+    _records(ep).append({**_records(ep)[0], "step_no": 1, "model_call_refs": []})
+
+
+def doubled(ep: Episode) -> None:
+    # A second record for the one compaction the wire shows before step 3.
+    _records(ep).append({**_records(ep)[0], "model_call_refs": []})
+
+
+def policy_call(ep: Episode) -> None:
+    # A record naming step 3's own policy call as its summarization call (taken out of the step, so every
+    # other check's accounting still holds).
+    step = next(s for s in ep.rollout["steps"] if s["step_no"] == 3)
+    record = _records(ep)[0]
+    record["model_call_refs"] = [*record["model_call_refs"], step["model_call_refs"][0]]
+    ep.rollout["steps"] = [s for s in ep.rollout["steps"] if s is not step]
+
+
+CONTROLS = [("moved", moved), ("traded", traded), ("extra", extra), ("doubled", doubled)]
+
+
+@pytest.mark.parametrize("mutate", [m for _, m in CONTROLS], ids=[n for n, _ in CONTROLS])
+def test_a_record_the_wire_does_not_show_fails_exactly_compaction_recorded(mutate: Any) -> None:
+    fails_exactly("compaction.recorded", "context_compaction", mutate)
+
+
+def test_the_reasons_name_the_step_the_wire_shows() -> None:
+    ep = load_episode("context_compaction")
+    traded(ep)
+    status, reasons = ep.evaluate()["compaction.recorded"]
+    assert status == Status.FAIL
+    assert reasons == [
+        "compactions[0]: step_no 3, but its summarization call attempt-5 came before the policy call of step 4",
+        "compactions[1]: step_no 4, but its summarization call attempt-3 came before the policy call of step 3",
+    ]
+    ep = load_episode("context_compaction")
+    extra(ep)
+    assert ep.evaluate()["compaction.recorded"][1] == [
+        "compactions[2]: step_no 1, but the wire shows compaction only before the policy calls of steps 3, 4"
+    ]
+
+
+def test_a_policy_call_named_as_a_summarization_call_fails() -> None:
+    ep = load_episode("context_compaction")
+    policy_call(ep)
+    status, reasons = ep.evaluate()["compaction.recorded"]
+    assert status == Status.FAIL
+    assert any("is not a summarization call on the wire" in r for r in reasons), reasons
+
+
+def _invented(ep: Episode) -> None:
+    """A compaction record invented in a scenario that never provoked one: its step and invocation are real."""
+    step = ep.rollout["steps"][-1]
+    ep.rollout["compactions"] = [
+        {
+            "invocation_id": step["invocation_id"],
+            "step_no": step["step_no"],
+            "model_call_refs": [],
+            "timestamp": step["timestamp"],
+        }
+    ]
+
+
+@pytest.mark.parametrize("fixture", ["tool_success", "retry_429", "native:codex/retry_429", "native:pi/tool_failure"])
+def test_a_compaction_invented_outside_context_compaction_fails_only_compaction_recorded(fixture: str) -> None:
+    honest = load_episode(fixture)
+    before = honest.evaluate()
+    assert before["compaction.recorded"] == (Status.NOT_APPLICABLE, [])
+    _invented(honest)
+    after = honest.evaluate()
+    assert after["compaction.recorded"] == (
+        Status.FAIL,
+        ["compactions[0]: the wire shows no compaction at all (no summarization call, no shortened history)"],
+    )
+    assert {k: v for k, v in after.items() if k != "compaction.recorded"} == {
+        k: v for k, v in before.items() if k != "compaction.recorded"
+    }
+
+
+def test_outside_context_compaction_no_record_means_not_applicable_and_an_empty_list_too() -> None:
+    ep = load_episode("tool_success")
+    ep.rollout["compactions"] = []
+    assert ep.evaluate()["compaction.recorded"] == (Status.NOT_APPLICABLE, [])
+    ep.rollout["compactions"] = {"step_no": 1}
+    status, reasons = ep.evaluate()["compaction.recorded"]
+    assert status == Status.FAIL and "is not an array" in reasons[0]
