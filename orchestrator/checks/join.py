@@ -239,7 +239,7 @@ def _join(ev: Evidence) -> Join:
         # A success recorded without its id, beside successes recorded with one, joins nothing: by id it would pair
         # with any reply that carried none (a models list, a title), and by order only when no success has an id.
         # One invented id must not turn an order join that fails into an id join that compares nothing.
-        if key[0] == "ok" and (broken or not by_order and key[1] is None):
+        if key[0] == "ok" and (broken or (not by_order and key[1] is None)):
             out.idless += not broken
             unmatched.append(c)
             continue
