@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence, Witness, withheld
-from orchestrator.checks.join import join_calls
+from orchestrator.checks.join import attempt_keys, call_keys, join_calls, model_calls
 from orchestrator.checks.model import Kind, check
 
 __all__ = ["Compaction", "witnessed_compactions"]
@@ -184,7 +184,7 @@ def _places(ev: Evidence, wire: list[Compaction]) -> list[Place | None]:
     for s in _dicts(ev.r.get("steps")):
         for ref in _keys(s.get("model_call_refs")):
             step_of.setdefault(ref, (_key(s.get("invocation_id")), _key(s.get("step_no"))))
-    call_of = {id(a): c for c, a in join_calls(ev).pairs}
+    call_of = _call_of(ev)
     attempts = ev.w.attempts(None)
     index = {id(a): n for n, a in enumerate(attempts)}
     out: list[Place | None] = []
@@ -193,6 +193,27 @@ def _places(ev: Evidence, wire: list[Compaction]) -> list[Place | None]:
         call = call_of.get(id(policy)) if policy is not None else None
         out.append(step_of.get(_key(call.get("model_call_id"))) if call is not None else None)
     return out
+
+
+def _call_of(ev: Evidence) -> dict[int, dict[str, Any]]:
+    """The recorded call of each joined attempt (by the attempt's id()). A harness that keeps no response ids and
+    records its summarization calls has more successes than the wire has policy replies, so the order join pairs
+    none of them; for placing a compaction its successes other than the calls compaction records name are paired,
+    in order, with the policy replies, when their numbers agree (the order join's own premise)."""
+    joined = join_calls(ev)
+    call_of = {id(a): c for c, a in joined.pairs}
+    if joined.order_join_broken is None:
+        return call_of
+    helpers = {ref for rec in _dicts(ev.r.get("compactions")) for ref in _keys(rec.get("model_call_refs"))}
+    calls = [
+        c
+        for c, key in zip(model_calls(ev), call_keys(ev), strict=True)
+        if key[0] == "ok" and _key(c.get("model_call_id")) not in helpers
+    ]
+    replies = [a for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True) if key[0] == "ok"]
+    if len(calls) == len(replies):
+        call_of.update((id(a), c) for c, a in zip(calls, replies, strict=True))
+    return call_of
 
 
 def _firsts(wire: list[Compaction]) -> list[Compaction]:

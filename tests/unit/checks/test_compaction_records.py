@@ -4,13 +4,18 @@ and only it (mutations of the reference harness's real context_compaction episod
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestrator.checks import Status
+from orchestrator.report.published import ARCHIVE, unpack_evidence
 from tests.unit.checks.conftest import Episode, load_episode
 from tests.unit.checks.test_negative_controls import test_mutation_fails_exactly_its_check as fails_exactly
+
+RUNS = Path(__file__).resolve().parents[3] / "docs" / "results" / "runs"
 
 
 def _records(ep: Episode) -> list[dict[str, Any]]:
@@ -116,3 +121,39 @@ def test_outside_context_compaction_no_record_means_not_applicable_and_an_empty_
     ep.rollout["compactions"] = {"step_no": 1}
     status, reasons = ep.evaluate()["compaction.recorded"]
     assert status == Status.FAIL and "is not an array" in reasons[0]
+
+
+def _published(harness: str, scenario: str, tmp: Path) -> Episode:
+    """A real harness's episode from its published run's evidence archive."""
+    unpack_evidence(RUNS / harness / ARCHIVE, tmp)
+    root = tmp / harness / scenario
+    return Episode(
+        scenario=json.loads((root / "scenario.json").read_text()),
+        rollout=json.loads((root / "rollout.json").read_text()),
+        witness=[json.loads(line) for line in (root / "witness.jsonl").read_text().splitlines() if line.strip()],
+        markers={p.name: p.read_text() for p in sorted((root / "markers").glob("*"))},
+    )
+
+
+def test_opencodes_real_record_is_placed_by_order_and_a_moved_one_is_named(tmp_path: Path) -> None:
+    """OpenCode, the one real harness that records its compactions, keeps no response ids and records its
+    summarization call among its successes, so the order join pairs none of them. Its record still fails for
+    its call that no id joins (as on its published page); moved to another step it is named for the step too,
+    since its other successes pair in order with the wire's policy replies."""
+    honest = _published("opencode", "context_compaction", tmp_path / "run")
+    before = honest.evaluate()
+    assert before["compaction.recorded"][0] == Status.FAIL
+    assert before["compaction.recorded"][1] == [
+        r for r in before["compaction.recorded"][1] if "cannot be joined to a recorded compaction call" in r
+    ]
+    moved = honest.copy()
+    assert moved.rollout["compactions"][0]["step_no"] == 2
+    moved.rollout["compactions"][0]["step_no"] = 3
+    after = moved.evaluate()
+    assert after["compaction.recorded"][1] == [
+        "compactions[0]: step_no 3, but the wire shows compaction only before the policy calls of steps 2",
+        *before["compaction.recorded"][1],
+    ]
+    assert {k: v for k, v in after.items() if k != "compaction.recorded"} == {
+        k: v for k, v in before.items() if k != "compaction.recorded"
+    }
