@@ -13,6 +13,8 @@ import pytest
 from orchestrator.checks import Status
 from orchestrator.report.published import ARCHIVE, unpack_evidence
 from tests.unit.checks.conftest import Episode, load_episode
+from tests.unit.checks.test_negative_controls import lie_compaction_moved as moved
+from tests.unit.checks.test_negative_controls import lie_compaction_traded as traded
 from tests.unit.checks.test_negative_controls import test_mutation_fails_exactly_its_check as fails_exactly
 
 RUNS = Path(__file__).resolve().parents[3] / "docs" / "results" / "runs"
@@ -21,17 +23,6 @@ RUNS = Path(__file__).resolve().parents[3] / "docs" / "results" / "runs"
 def _records(ep: Episode) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = ep.rollout["compactions"]
     return records
-
-
-def moved(ep: Episode) -> None:
-    # The first compaction (its summarization came before step 3's policy call) recorded one step early.
-    _records(ep)[0]["step_no"] = 2
-
-
-def traded(ep: Episode) -> None:
-    # Two real records, each now naming the other's summarization call: every ref still resolves and is owned.
-    a, b = _records(ep)
-    a["model_call_refs"], b["model_call_refs"] = b["model_call_refs"], a["model_call_refs"]
 
 
 def extra(ep: Episode) -> None:

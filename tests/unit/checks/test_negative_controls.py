@@ -406,6 +406,17 @@ def lie_input_as_prompt(ep: Episode) -> None:
         stats["prompt"] -= stats["cached"]
 
 
+def lie_compaction_moved(ep: Episode) -> None:
+    # The first compaction (its summarization came before step 3's policy call) recorded one step early.
+    ep.rollout["compactions"][0]["step_no"] = 2
+
+
+def lie_compaction_traded(ep: Episode) -> None:
+    # Two real records, each now naming the other's summarization call: every ref still resolves and is owned.
+    a, b = ep.rollout["compactions"]
+    a["model_call_refs"], b["model_call_refs"] = b["model_call_refs"], a["model_call_refs"]
+
+
 # Each class of lie that once passed unnoticed (issue #14), as a mutation of a real episode, and the one check that
 # must now name it (its dependants may fail only as `blocked by`).
 LIES = [
@@ -433,6 +444,9 @@ LIES = [
         "native:codex/retry_429",
         m_wire_sessions,
     ),
+    # Issue #30 class 1 (an invented compaction outside context_compaction: test_compaction_records.py).
+    ("compaction record moved to another step", "compaction.recorded", "context_compaction", lie_compaction_moved),
+    ("two compaction records trading calls", "compaction.recorded", "context_compaction", lie_compaction_traded),
 ]
 
 
