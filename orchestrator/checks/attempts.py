@@ -116,10 +116,18 @@ def tokens_match(ev: Evidence) -> list[str]:
 
     Lie caught besides wrong counts: successes added, dropped or duplicated by a harness that keeps no response
     ids. Those are joined in order; when their number differs from the wire's no pairing is evidence, and the
-    check fails rather than compare nothing (a check never improves because the evidence got worse).
+    check fails rather than compare nothing (a check never improves because the evidence got worse). Nor does one
+    success given an invented id turn the order join into an id join that pairs nothing: successes without an id
+    beside one with an id are joined with nothing, and that fails too.
     """
     broken = join_calls(ev).order_join_broken
     reasons = [broken] if broken else []
+    idless = join_calls(ev).idless
+    if idless:
+        reasons.append(
+            f"{idless} successes are recorded without a response id beside successes recorded with one: they can be "
+            "joined neither by id nor in order, so their counts are compared with nothing"
+        )
     joined = _joined(ev)
     if not joined and not broken:
         carried = [

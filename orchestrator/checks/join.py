@@ -171,6 +171,8 @@ class Join:
     # Successes of a harness that keeps no response ids are joined by order; when their number differs from
     # the witness's, no pairing of them is evidence, and the checks that read counts must say so (not pass).
     order_join_broken: str | None = None
+    # Successes recorded without an id beside successes recorded with one: joined neither by id nor by order.
+    idless: int = 0
     keys: list[Key] = field(default_factory=list)  # rollout_key of each pair's call, in the order of pairs
     # Every call is the attempt at its own position, key for key (the honest case): nothing is left unpaired, and
     # each key is recorded exactly as often as the wire shows it.
@@ -181,7 +183,8 @@ def join_calls(ev: Evidence) -> Join:
     """Pair each recorded call, in recorded order, with the earliest unused witnessed attempt of the same key.
 
     Successes pair by response id, failures by status, interrupted attempts by order. A harness that records
-    no response id for any success has its successes paired in order. A recorded call that pairs with an
+    no response id for any success has its successes paired in order; where some successes have ids, one without
+    pairs with nothing (a reply without an id is no evidence of which call it was). A recorded call that pairs with an
     attempt the wire saw before the attempt of the call recorded before it is out of order: that is a lie
     about order (swapped steps, swapped ids) even when every fact of every call is right.
     """
@@ -233,7 +236,11 @@ def _join(ev: Evidence) -> Join:
     pairs, unmatched, out_of_order, pair_keys = out.pairs, out.unmatched, out.out_of_order, out.keys
     last = -1
     for c, key in zip(calls, keys, strict=True):
-        if broken and key[0] == "ok":
+        # A success recorded without its id, beside successes recorded with one, joins nothing: by id it would pair
+        # with any reply that carried none (a models list, a title), and by order only when no success has an id.
+        # One invented id must not turn an order join that fails into an id join that compares nothing.
+        if key[0] == "ok" and (broken or (not by_order and key[1] is None)):
+            out.idless += not broken
             unmatched.append(c)
             continue
         queued = queues.get(key)

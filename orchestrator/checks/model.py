@@ -39,6 +39,9 @@ class Unverifiable(Exception):
 
 Scope = dict[str, bool]
 CheckFn = Callable[["Evidence"], list[str]]
+# Outside its declared scope a check may still apply to what a rollout claims: a claim no scenario asked for (a
+# compaction recorded where none was provoked) is still a claim about the wire, and must not go unjudged.
+Claims = Callable[["Evidence"], bool]
 
 
 @dataclass(frozen=True)
@@ -53,9 +56,12 @@ class Check:
     fn: CheckFn
     depends_on: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()  # scope flags that must all be true for the check to apply
+    claims: Claims | None = None  # outside the scope, it applies when this is true of the evidence (docstring: when)
 
-    def applies(self, scope: Scope) -> bool:
-        return all(scope.get(flag, False) for flag in self.scope)
+    def applies(self, scope: Scope, ev: Evidence | None = None) -> bool:
+        if all(scope.get(flag, False) for flag in self.scope):
+            return True
+        return self.claims is not None and ev is not None and self.claims(ev)
 
 
 @dataclass
@@ -93,6 +99,7 @@ def check(
     needs: tuple[str, ...],
     depends_on: tuple[str, ...] = (),
     scope: tuple[str, ...] = (),
+    claims: Claims | None = None,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register a check function; its docstring is the check's description."""
 
@@ -103,7 +110,7 @@ def check(
         if missing:
             raise ValueError(f"{id} depends on checks registered later or unknown: {missing}")
         REGISTRY[id] = Check(
-            id, kind, tier, evidence, location, (fn.__doc__ or "").strip(), needs, fn, depends_on, scope
+            id, kind, tier, evidence, location, (fn.__doc__ or "").strip(), needs, fn, depends_on, scope, claims
         )
         return fn
 
@@ -122,7 +129,7 @@ def _run_checks(ev: Evidence, scope: Scope, checks: list[Check] | None) -> list[
     for c in checks if checks is not None else list(REGISTRY.values()):
         res = CheckResult(c.id, str(c.kind), c.tier, list(c.evidence), c.location, Status.PASS)
         results[c.id] = res
-        if not c.applies(scope):
+        if not c.applies(scope, ev):
             res.status = Status.NOT_APPLICABLE
             continue
         blocked = [d for d in c.depends_on if d in results and results[d].status == Status.FAIL]

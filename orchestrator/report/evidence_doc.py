@@ -48,7 +48,8 @@ def explain_text(x: Explained) -> str:
     if c.depends_on:
         lines.append(f"  depends on: {', '.join(c.depends_on)}")
     if c.scope:
-        lines.append(f"  applies:    when the scenario's scope has {', '.join(c.scope)}")
+        also = f", or {(c.claims.__doc__ or '').strip().rstrip('.')}" if c.claims else ""
+        lines.append(f"  applies:    when the scenario's scope has {', '.join(c.scope)}{also}")
     if more := _more(x.question):
         lines.append(f"  more:       {more}")
     return "\n".join(lines)

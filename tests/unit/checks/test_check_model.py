@@ -73,3 +73,25 @@ def test_registry_is_in_dependency_order_with_described_checks() -> None:
         assert bool(check.evidence) == (check.kind != Kind.PROCESS), check.id
         assert all(label in {f"E{i}" for i in range(1, 11)} for label in check.evidence)
         seen.add(check.id)
+
+
+def test_a_check_outside_its_scope_applies_to_what_the_evidence_claims() -> None:
+    """A scoped check with `claims` applies outside its scope only when the claim is true of the evidence."""
+    claimed = Check(
+        "c",
+        Kind.SEMANTIC,
+        "P1",
+        ("E1",),
+        "$",
+        "test",
+        ("witness",),
+        lambda ev: ["judged"],
+        (),
+        ("compaction",),
+        lambda ev: bool(ev.witness and ev.witness.events),
+    )
+    nothing = _by_id(run_checks(Evidence(SCENARIO, witness=Witness([])), {"compaction": False}, [claimed]))
+    assert nothing["c"].status == Status.NOT_APPLICABLE and nothing["c"].reasons == []
+    event = {"event": "start", "seq": 0}
+    claims = _by_id(run_checks(Evidence(SCENARIO, witness=Witness([event])), {"compaction": False}, [claimed]))
+    assert claims["c"].status == Status.FAIL and claims["c"].reasons == ["judged"]

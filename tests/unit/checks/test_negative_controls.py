@@ -406,6 +406,17 @@ def lie_input_as_prompt(ep: Episode) -> None:
         stats["prompt"] -= stats["cached"]
 
 
+def lie_compaction_moved(ep: Episode) -> None:
+    # The first compaction (its summarization came before step 3's policy call) recorded one step early.
+    ep.rollout["compactions"][0]["step_no"] = 2
+
+
+def lie_compaction_traded(ep: Episode) -> None:
+    # Two real records, each now naming the other's summarization call: every ref still resolves and is owned.
+    a, b = ep.rollout["compactions"]
+    a["model_call_refs"], b["model_call_refs"] = b["model_call_refs"], a["model_call_refs"]
+
+
 # Each class of lie that once passed unnoticed (issue #14), as a mutation of a real episode, and the one check that
 # must now name it (its dependants may fail only as `blocked by`).
 LIES = [
@@ -433,6 +444,9 @@ LIES = [
         "native:codex/retry_429",
         m_wire_sessions,
     ),
+    # Issue #30 class 1 (an invented compaction outside context_compaction: test_compaction_records.py).
+    ("compaction record moved to another step", "compaction.recorded", "context_compaction", lie_compaction_moved),
+    ("two compaction records trading calls", "compaction.recorded", "context_compaction", lie_compaction_traded),
 ]
 
 
@@ -582,8 +596,11 @@ def test_compaction_must_happen_and_each_record_must_resolve() -> None:
     ep = load_episode("context_compaction")
     ep.rollout["compactions"][0]["step_no"] = 99
     status, reasons = ep.evaluate()["compaction.recorded"]
-    assert status == Status.FAIL and reasons == ["compactions[0]: step_no 99 is not a recorded step"]
-    # Outside a compaction scenario the check does not apply.
+    assert status == Status.FAIL and reasons[:2] == [
+        "compactions[0]: step_no 99 is not a recorded step",
+        "compactions[0]: step_no 99, but its summarization call attempt-3 came before the policy call of step 3",
+    ]
+    # Outside a compaction scenario the check does not apply to a rollout that records no compaction.
     assert load_episode("tool_success").evaluate()["compaction.recorded"][0] == Status.NOT_APPLICABLE
 
 
