@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence, Witness, withheld
-from orchestrator.checks.join import attempt_keys, call_keys, join_calls, model_calls
+from orchestrator.checks.join import join_calls, order_pairs_beside
 from orchestrator.checks.model import Kind, check
 
 __all__ = ["Compaction", "witnessed_compactions"]
@@ -202,17 +202,7 @@ def _call_of(ev: Evidence) -> dict[int, dict[str, Any]]:
     in order, with the policy replies, when their numbers agree (the order join's own premise)."""
     joined = join_calls(ev)
     call_of = {id(a): c for c, a in joined.pairs}
-    if joined.order_join_broken is None:
-        return call_of
-    helpers = {ref for rec in _dicts(ev.r.get("compactions")) for ref in _keys(rec.get("model_call_refs"))}
-    calls = [
-        c
-        for c, key in zip(model_calls(ev), call_keys(ev), strict=True)
-        if key[0] == "ok" and _key(c.get("model_call_id")) not in helpers
-    ]
-    replies = [a for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True) if key[0] == "ok"]
-    if len(calls) == len(replies):
-        call_of.update((id(a), c) for c, a in zip(calls, replies, strict=True))
+    call_of.update((id(a), c) for c, a in order_pairs_beside(ev))
     return call_of
 
 

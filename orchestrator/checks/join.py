@@ -28,6 +28,7 @@ __all__ = [
     "ok_columns",
     "ok_pairs",
     "ok_sides",
+    "order_pairs_beside",
     "rollout_key",
     "shared",
     "witness_key",
@@ -323,3 +324,28 @@ def ok_columns(ev: Evidence, call_field: str, attempt_field: str) -> tuple[list[
         return call_column(ev, call_field), attempt_column(ev, attempt_field)
     calls, replies = ok_sides(ev)
     return column(calls, call_field), column(replies, attempt_field)
+
+
+def order_pairs_beside(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Where the order join is broken, the recorded successes other than the calls compaction records name (a
+    harness that keeps no response ids and records its summarization calls among its successes: OpenCode) paired,
+    in order, with the policy replies, when their numbers agree (the order join's own premise); none otherwise."""
+    if join_calls(ev).order_join_broken is None:
+        return []
+    records = ev.r.get("compactions")
+    helpers = {
+        ref
+        for rec in (records if isinstance(records, list) else [])
+        if isinstance(rec, dict) and isinstance(rec.get("model_call_refs"), list)
+        for ref in rec["model_call_refs"]
+        if not isinstance(ref, (dict, list))
+    }
+    calls = [
+        c
+        for c, key in zip(model_calls(ev), call_keys(ev), strict=True)
+        # An id that is an object or a list is named by no reference.
+        if key[0] == "ok"
+        and (isinstance(c.get("model_call_id"), (dict, list)) or c.get("model_call_id") not in helpers)
+    ]
+    replies = [a for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True) if key[0] == "ok"]
+    return list(zip(calls, replies, strict=True)) if len(calls) == len(replies) else []

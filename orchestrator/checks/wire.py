@@ -22,6 +22,7 @@ from orchestrator.checks.join import (
     call_keys,
     join_calls,
     loose_failures,
+    order_pairs_beside,
 )
 from orchestrator.checks.model import Kind, Unverifiable, check
 from orchestrator.checks.times import TimeCache
@@ -119,9 +120,11 @@ def _whole_exchanges(ev: Evidence, joined: Join) -> bool:
 
 
 def _unambiguous(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Pairs whose join names one attempt for certain: a success by its id, or a failure whose status the rollout
-    records exactly as often as the wire shows it. With one of two 429s dropped, which one a recorded 429 was is a
-    guess, and a time compared against a guess would blame the times for a missing attempt (multiset's finding)."""
+    """Pairs whose join names one attempt for certain: a success by its id, a success of a harness that keeps no ids
+    joined in order (the join pairs those only when they are exactly as many as the wire's model replies), or a
+    failure whose status the rollout records exactly as often as the wire shows it. With one of two 429s dropped,
+    which one a recorded 429 was is a guess, and a time compared against a guess would blame the times for a
+    missing attempt (multiset's finding)."""
     joined = join_calls(ev)
     if joined.positional:
         return joined.pairs  # every key recorded exactly as often as witnessed: each pair is certain
@@ -129,7 +132,10 @@ def _unambiguous(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     recorded = Counter(call_keys(ev))
     out = []
     for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
-        if (key[0] == "ok" and c.get("response_id") is not None) or witnessed[key] == recorded[key]:
+        # ("ok", None) pairs only in an order join whose numbers agree (join_calls leaves every other id-less success
+        # unpaired): the n-th recorded success is the n-th model reply.
+        by_id = key[0] == "ok" and c.get("response_id") is not None
+        if key == ("ok", None) or by_id or witnessed[key] == recorded[key]:
             out.append((c, a))
     return out
 
@@ -147,14 +153,24 @@ def calls_witness_times(ev: Evidence) -> list[str]:
 
     Lies caught: a call recorded as starting after the proxy had already answered it, or completing before its
     request arrived, or starting long before its request arrived; well-formed, ordered times that are not the
-    attempt's own.
+    attempt's own. A harness that keeps no response ids (NOOA, OpenCode) has its successes' times held to the
+    replies the order join pairs them with; where it records its summarization calls among its successes, the
+    others are paired in order with the policy replies when their numbers agree, and where no pairing is
+    evidence the check fails: times compared with nothing are not times that fit.
     """
     times = TimeCache()
     parse = times.parse
     if looks.calls_inside_attempts(ev, parse):
         return []
     reasons = []
-    for c, a in _unambiguous(ev):
+    pairs = _unambiguous(ev)
+    broken = join_calls(ev).order_join_broken
+    if broken:
+        beside = order_pairs_beside(ev)
+        pairs = [*pairs, *beside]
+        if not beside:
+            reasons.append(f"{broken}, so their recorded times are held to no attempt")
+    for c, a in pairs:
         start, end = parse(c.get("started_at")), parse(c.get("completed_at"))
         sent, answered = parse(a.get("started_at")), parse(a.get("completed_at"))
         if start is None or end is None or sent is None or answered is None:

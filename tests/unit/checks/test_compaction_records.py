@@ -5,6 +5,7 @@ and only it (mutations of the reference harness's real context_compaction episod
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -147,4 +148,26 @@ def test_opencodes_real_record_is_placed_by_order_and_a_moved_one_is_named(tmp_p
     ]
     assert {k: v for k, v in after.items() if k != "compaction.recorded"} == {
         k: v for k, v in before.items() if k != "compaction.recorded"
+    }
+
+
+def test_opencodes_compaction_episode_holds_its_other_successes_times_to_the_wire(tmp_path: Path) -> None:
+    """Class 3 where OpenCode compacts: its summarization call among its successes breaks the order join, and its
+    other successes are paired in order with the policy replies; one of them shifted past its reply fails
+    calls.witness_times alone."""
+    honest = _published("opencode", "context_compaction", tmp_path / "run")
+    before = honest.evaluate()
+    assert before["calls.witness_times"] == (Status.PASS, [])
+    helpers = {ref for rec in honest.rollout["compactions"] for ref in rec["model_call_refs"]}
+    shifted = honest.copy()
+    last = [c for c in shifted.rollout["model_calls"] if c["model_call_id"] not in helpers][-1]
+    answered = [e for e in shifted.witness if e["event"] == "attempt" and e["kind"] == "model"][-1]["completed_at"]
+    late = datetime.fromisoformat(answered) + timedelta(seconds=5)
+    last["started_at"] = late.isoformat().replace("+00:00", "Z")
+    last["completed_at"] = (late + timedelta(seconds=1)).isoformat().replace("+00:00", "Z")
+    after = shifted.evaluate()
+    status, reasons = after["calls.witness_times"]
+    assert status == Status.FAIL and len(reasons) == 1 and "after the proxy answered" in reasons[0], reasons
+    assert {k: v for k, v in after.items() if k != "calls.witness_times"} == {
+        k: v for k, v in before.items() if k != "calls.witness_times"
     }

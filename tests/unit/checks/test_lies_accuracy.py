@@ -64,7 +64,26 @@ def lie_unjoined_failure_category(ep: Episode) -> None:
     next(c for c in calls if c["error_category"])["error_category"] = "http_500"
 
 
+def lie_idless_success_late(ep: Episode) -> None:
+    # Class 3: a harness that keeps no response ids has its successes joined in order; the last one is recorded as
+    # starting 5 s after the proxy had answered it (still in order, still well-formed), which nothing compared.
+    assert ep.rollout["model_calls"][-1]["response_id"] is None
+    controls.m_witness_times(ep)
+
+
 LIES: list[tuple[str, str, str, Any]] = [
+    (
+        "an id-less success's times shifted past its reply (NOOA)",
+        "calls.witness_times",
+        "native:nooa/tool_failure",
+        lie_idless_success_late,
+    ),
+    (
+        "an id-less success's times shifted past its reply (OpenCode)",
+        "calls.witness_times",
+        "native:opencode/tool_failure",
+        lie_idless_success_late,
+    ),
     ("rollout without task_id and rollout_id", "rollout.format", "native:codex/retry_429", lie_no_run_ids),
     (
         "previous_response_id names a response never recorded",
@@ -173,3 +192,15 @@ def test_status_less_failures_pair_with_the_scripted_failures_before_refused_sid
     next(c for c in calls if c["error_category"])["protocol"] = "responses"
     status, reasons = ep.evaluate()["attempts.exchange"]
     assert status == Status.FAIL and any("protocol 'responses'" in r for r in reasons), reasons
+
+
+def test_idless_successes_the_order_join_cannot_pair_fail_witness_times_rather_than_compare_nothing() -> None:
+    """Class 3: one success too many on a harness that keeps no ids leaves no success paired in order; their times
+    are then held to nothing, which is a failure (as tokens.match's counts are), not a pass."""
+    ep = load_episode("native:nooa/tool_failure")
+    assert ep.evaluate()["calls.witness_times"] == (Status.PASS, [])
+    calls: list[dict[str, Any]] = ep.rollout["model_calls"]
+    calls.append({**calls[-1], "model_call_id": "invented"})
+    status, reasons = ep.evaluate()["calls.witness_times"]
+    assert status == Status.FAIL, reasons
+    assert reasons[-1].endswith("none of them can be joined, so their recorded times are held to no attempt"), reasons
