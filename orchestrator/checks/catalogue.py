@@ -98,7 +98,7 @@ LIES: dict[str, str] = {
     "attempts.exchange": "a recorded call is not the exchange the wire shows (status, category, request or order)",
     "calls.witness_times": "recorded call times do not fit the times the requests crossed the wire",
     "history.witness_results": "the history's tool results differ from what the model saw on the wire",
-    "ownership.wire_sessions": "invocation ownership disagrees with the session header on the wire",
+    "ownership.wire_sessions": "invocation ownership disagrees with the wire's session header or its conversations",
     "tokens.totals_match": "session or step token totals disagree with the calls or with the wire",
     "compaction.recorded": "pushed to its context limit, it never compacted, or did not record the compaction",
     "process.exit_status": "its exit status says the opposite of how the episode ended (e.g. 0 after a terminal error)",

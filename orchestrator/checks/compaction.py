@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.checks.continuation import result_ids
 from orchestrator.checks.evidence import Evidence, Witness, withheld
 from orchestrator.checks.join import join_calls, order_pairs_beside
 from orchestrator.checks.model import Kind, check
@@ -48,22 +49,6 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
 
-def _result_ids(request: Any) -> set[str]:
-    """Tool-call ids whose results a request's history carries, in any of the three protocols."""
-    if not isinstance(request, dict):
-        return set()
-    ids: set[str] = set()
-    for item in _dicts(request.get("messages")) + _dicts(request.get("input")):
-        if item.get("role") == "tool" and isinstance(item.get("tool_call_id"), str):
-            ids.add(item["tool_call_id"])  # Chat Completions
-        if item.get("type") == "function_call_output" and isinstance(item.get("call_id"), str):
-            ids.add(item["call_id"])  # Responses
-        for block in _dicts(item.get("content")):
-            if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                ids.add(block["tool_use_id"])  # Messages
-    return ids
-
-
 def _model_route(attempt: dict[str, Any]) -> bool:
     path = str(attempt.get("path") or "").split("?", 1)[0].rstrip("/")
     return attempt.get("method") == "POST" and path.endswith(_MODEL_PATHS)
@@ -85,7 +70,7 @@ def witnessed_compactions(w: Witness) -> list[Compaction]:
         if withheld(a, "request"):
             continue  # a body the witness keeps as size and sha256 only shows nothing of the history either way
         request = a.get("request")
-        ids = _result_ids(request)
+        ids = result_ids(request)
         if issued and a["kind"] == "auxiliary":
             text = json.dumps(request).lower()
             if any(word in text for word in _SUMMARY_WORDS):

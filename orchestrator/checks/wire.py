@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.checks import looks
 from orchestrator.checks.categories import category_reason
+from orchestrator.checks.continuation import ownership_breaks
 from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import (
     Join,
@@ -268,14 +269,22 @@ def _session(a: dict[str, Any]) -> str | None:
     depends_on=("ownership.call_owner",),
 )
 def ownership_wire_sessions(ev: Evidence) -> list[str]:
-    """Calls are owned by invocations exactly as the wire groups their attempts by the harness's session header.
+    """Calls are owned by invocations exactly as the wire groups their attempts: by the harness's session header,
+    and by which requests continue which conversation.
 
-    Lie caught: a call moved to another invocation consistently (its owner field and the invocations' references
-    agree with each other, not with the wire); retries and failed attempts included. A harness that sends no
-    session header leaves this unverifiable: not applicable with the gap named, never a pass.
+    Lie caught: a call, or a whole step, moved to another invocation consistently (its owner field and the
+    invocations' references agree with each other, not with the wire); retries and failed attempts included. A
+    request whose history carries the result of a tool call a scripted reply issued continues that reply's
+    conversation, so the two calls have one owner: that needs no header, and holds on every harness that sends
+    tool results back. A harness that sends no session header and whose requests split no conversation between
+    owners leaves the rest unverifiable (a conversation begun afresh could be any invocation's): not applicable
+    with the gap named, never a pass.
     """
     pairs = join_calls(ev).pairs
+    split = ownership_breaks(ev, pairs)
     if not any(_session(a) for a in ev.w.attempts(None)):
+        if split:
+            return split
         raise Unverifiable(
             "gap ownership.wire_session_unsent: the harness sends no session header "
             f"({', '.join(SESSION_HEADERS)}), so its ownership cannot be held to the wire"
@@ -297,7 +306,7 @@ def ownership_wire_sessions(ev: Evidence) -> list[str]:
         for owner, sessions in by_owner.items()
         if len(sessions) > 1
     ]
-    return reasons
+    return reasons + split
 
 
 _ATTEMPT_ID = itemgetter("attempt_id")

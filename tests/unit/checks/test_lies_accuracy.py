@@ -15,7 +15,7 @@ from orchestrator.checks.attempts import TOKEN_FIELDS
 
 # The module, not its test function: imported by name, the function would be collected here a second time.
 from tests.unit.checks import test_negative_controls as controls
-from tests.unit.checks.conftest import Episode, load_episode
+from tests.unit.checks.conftest import Episode, dependents, load_episode
 
 
 def lie_no_run_ids(ep: Episode) -> None:
@@ -71,7 +71,56 @@ def lie_idless_success_late(ep: Episode) -> None:
     controls.m_witness_times(ep)
 
 
+def lie_step_moved_to_sub_agent(ep: Episode) -> None:
+    # Class 5: the second call, its step and the step's tool calls moved coherently to an invented child invocation
+    # (owner fields, references, step numbers and the child's own history all agree); the harness sends no session
+    # header, but the call's request carries the result of the parent's tool call, and the parent's next request
+    # carries the result of the call's own: one conversation, split between two owners.
+    r = ep.rollout
+    main = r["invocations"][0]
+    call = r["model_calls"][1]
+    [step] = [s for s in r["steps"] if call["model_call_id"] in s["model_call_refs"]]
+    tools = [t for t in r["tool_calls"] if t["step_no"] == step["step_no"]]
+    ids = {t["tool_call_id"] for t in tools}
+    conversation = main["conversation"]
+    task = next(m for m in conversation if m["role"] == "user")
+    own = [
+        m
+        for m in conversation
+        if m.get("tool_call_id") in ids or any(tc["tool_call_id"] in ids for tc in m.get("tool_calls") or [])
+    ]
+    child = {**main, "invocation_id": "sub-agent-1", "parent_invocation_id": main["invocation_id"]}
+    child |= {"model_call_refs": [call["model_call_id"]], "conversation": [task, *own]}
+    r["invocations"].append(child)
+    main["model_call_refs"] = [ref for ref in main["model_call_refs"] if ref != call["model_call_id"]]
+    for record in [call, step, *tools]:
+        record["invocation_id"] = "sub-agent-1"
+    for record in [*r["steps"], *r["tool_calls"]]:
+        if record["invocation_id"] == main["invocation_id"] and record["step_no"] > step["step_no"]:
+            record["step_no"] -= 1
+    for record in [step, *tools]:
+        record["step_no"] = 1
+
+
 LIES: list[tuple[str, str, str, Any]] = [
+    (
+        "a call and its step moved to an invented sub-agent (NOOA, no session header)",
+        "ownership.wire_sessions",
+        "native:nooa/tool_failure",
+        lie_step_moved_to_sub_agent,
+    ),
+    (
+        "a call and its step moved to an invented sub-agent (Pi, no session header)",
+        "ownership.wire_sessions",
+        "native:pi/tool_failure",
+        lie_step_moved_to_sub_agent,
+    ),
+    (
+        "a call and its step moved to an invented sub-agent (Stirrup, no session header)",
+        "ownership.wire_sessions",
+        "native:stirrup/tool_failure",
+        lie_step_moved_to_sub_agent,
+    ),
     (
         "an id-less success's times shifted past its reply (NOOA)",
         "calls.witness_times",
@@ -120,7 +169,26 @@ LIES: list[tuple[str, str, str, Any]] = [
 
 @pytest.mark.parametrize(("lie", "check_id", "fixture", "mutate"), LIES, ids=[x[0] for x in LIES])
 def test_each_class_of_lie_fails_the_check_that_names_it(lie: str, check_id: str, fixture: str, mutate: Any) -> None:
+    if check_id == "ownership.wire_sessions":
+        # Not a pass on the honest episode but the named gap: the harness sends no session header.
+        honest = load_episode(fixture).evaluate()[check_id]
+        assert honest[0] == Status.NOT_APPLICABLE and "ownership.wire_session_unsent" in honest[1][0], honest
+        return _fails_exactly_from_its_gap(check_id, fixture, mutate)
     controls.test_mutation_fails_exactly_its_check(check_id, fixture, mutate)
+
+
+def _fails_exactly_from_its_gap(check_id: str, fixture: str, mutate: Any) -> None:
+    """As test_mutation_fails_exactly_its_check, for a check whose honest status is a named gap."""
+    honest = load_episode(fixture)
+    before = honest.evaluate()
+    mutated = honest.copy()
+    mutate(mutated)
+    after = mutated.evaluate()
+    status, reasons = after[check_id]
+    assert status == Status.FAIL and reasons and not reasons[0].startswith("blocked by"), reasons
+    changed = {k for k in after if after[k] != before[k]} - {check_id}
+    assert changed <= dependents(check_id), {k: after[k] for k in changed}
+    assert all(after[k][1][0].startswith("blocked by") for k in changed), {k: after[k] for k in changed}
 
 
 def test_a_request_continuing_a_recorded_response_is_a_rebuildable_history() -> None:
