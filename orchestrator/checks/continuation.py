@@ -1,13 +1,14 @@
-"""Which requests continue which conversation on the wire: a request whose history carries a tool result continues
-the conversation of the reply that issued that tool call, whatever header (or none) the harness sends."""
+"""What a recorded history claims about the conversations on the wire: which calls continue which conversation (a
+request carrying a tool result continues the reply that issued that call), and which tool calls the replies issued."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence, withheld
 
-__all__ = ["ownership_breaks", "result_ids"]
+__all__ = ["history_call_mismatches", "ownership_breaks", "result_ids", "text_of"]
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -63,3 +64,48 @@ def ownership_breaks(ev: Evidence, pairs: list[tuple[dict[str, Any], dict[str, A
             if isinstance(tool_call_id, str):
                 issued.setdefault(tool_call_id, a)
     return reasons
+
+
+def _arguments(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def history_call_mismatches(ev: Evidence) -> list[str]:
+    """Each tool call in an invocation's recorded history that the wire issued (joined by id), whose arguments are
+    not the ones the scripted reply sent: the history says the model asked for something it did not. (Its name is
+    held to the tool record by tools.request_join, and the record's to the wire by tools.witness_request.)"""
+    sent = {c["tool_call_id"]: c for c in ev.w.tool_calls()}
+    reasons: list[str] = []
+    if not sent:
+        return reasons
+    invocations = ev.r.get("invocations")
+    for inv in _dicts(invocations):
+        for n, m in enumerate(_dicts(inv.get("conversation"))):
+            if m.get("role") != "assistant":
+                continue
+            for tc in _dicts(m.get("tool_calls")):
+                call = sent.get(tc.get("tool_call_id"))
+                if call is None:
+                    continue  # a call the wire never issued (a harness's own prefill) is not the wire's to judge
+                where = f"invocation {inv.get('invocation_id')}: conversation[{n}]"
+                if _arguments(tc.get("arguments")) != call.get("arguments"):
+                    reasons.append(
+                        f"{where} gives {call['tool_call_id']} the arguments {tc.get('arguments')!r}, sent "
+                        f"{call.get('arguments')!r}"
+                    )
+    return reasons
+
+
+def text_of(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        if parts and all(isinstance(p, str) for p in parts):
+            return "".join(parts)  # type: ignore[arg-type]
+    return None

@@ -11,7 +11,7 @@ from typing import Any
 
 from orchestrator.checks import looks
 from orchestrator.checks.categories import category_reason
-from orchestrator.checks.continuation import ownership_breaks
+from orchestrator.checks.continuation import history_call_mismatches, ownership_breaks, text_of
 from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import (
     Join,
@@ -192,16 +192,6 @@ def calls_witness_times(ev: Evidence) -> list[str]:
     return reasons
 
 
-def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        if parts and all(isinstance(p, str) for p in parts):
-            return "".join(parts)  # type: ignore[arg-type]
-    return None
-
-
 @check(
     "history.witness_results",
     kind=Kind.BEHAVIORAL,
@@ -215,10 +205,11 @@ def history_witness_results(ev: Evidence) -> list[str]:
     """Each tool result in the recorded history is what the model saw on the wire as that call's result.
 
     Lie caught: a tool result edited only in the conversation history (the tool record keeps the true output,
-    the history the rollout says the model saw does not match the request bodies the proxy received).
+    the history the rollout says the model saw does not match the request bodies the proxy received); and a
+    tool call whose arguments the history records otherwise than the reply that issued it sent.
     Not applicable where no result ever goes back to the model (scope `tool_results`, SciCode).
     """
-    reasons = []
+    reasons = history_call_mismatches(ev)
     results_seen = ev.w.results_seen
     for inv in ev.r.get("invocations") or []:
         for n, m in enumerate(inv.get("conversation") or []):
@@ -228,7 +219,7 @@ def history_witness_results(ev: Evidence) -> list[str]:
             if not results:
                 continue  # a result the wire never carried is witness.results_seen's finding
             content = m.get("content")
-            text = content if isinstance(content, str) else _text(content)
+            text = content if isinstance(content, str) else text_of(content)
             if len(results) == 1 and text == results[0]["output"] and text is not None:
                 continue  # the common case: seen once, as recorded
             if any(withheld(s, "output") for s in results):

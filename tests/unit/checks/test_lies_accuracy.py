@@ -102,7 +102,38 @@ def lie_step_moved_to_sub_agent(ep: Episode) -> None:
         record["step_no"] = 1
 
 
+def lie_history_arguments(ep: Episode) -> None:
+    # Class 4: the arguments of a scripted tool call edited only in the recorded history (the tool record keeps
+    # what the reply sent): the history says the model asked for a command it never asked for.
+    ids = {e["tool_call_id"] for e in ep.witness if e["event"] == "tool_call"}
+    for m in ep.rollout["invocations"][0]["conversation"]:
+        for tc in m.get("tool_calls") or []:
+            if tc["tool_call_id"] in ids:
+                args = tc["arguments"]
+                tc["arguments"] = {k: "echo edited" for k in args} if isinstance(args, dict) else '{"cmd": "edited"}'
+                return
+    raise AssertionError("no scripted tool call in the history")
+
+
 LIES: list[tuple[str, str, str, Any]] = [
+    (
+        "a tool call's arguments edited only in the history (Stirrup)",
+        "history.witness_results",
+        "native:stirrup/tool_failure",
+        lie_history_arguments,
+    ),
+    (
+        "a tool call's arguments edited only in the history (Pi)",
+        "history.witness_results",
+        "native:pi/tool_failure",
+        lie_history_arguments,
+    ),
+    (
+        "a tool call's arguments edited only in the history (OpenCode)",
+        "history.witness_results",
+        "native:opencode/tool_failure",
+        lie_history_arguments,
+    ),
     (
         "a call and its step moved to an invented sub-agent (NOOA, no session header)",
         "ownership.wire_sessions",
@@ -272,3 +303,16 @@ def test_idless_successes_the_order_join_cannot_pair_fail_witness_times_rather_t
     status, reasons = ep.evaluate()["calls.witness_times"]
     assert status == Status.FAIL, reasons
     assert reasons[-1].endswith("none of them can be joined, so their recorded times are held to no attempt"), reasons
+
+
+def test_arguments_edited_in_the_record_and_the_history_alike_fail_both_checks_that_hold_them_to_the_wire() -> None:
+    """Class 4: a coherent edit (tool record and history agree with each other, not with the reply) once failed
+    tools.witness_request only, the history's copy being compared with nothing."""
+    ep = load_episode("tool_success")
+    tool = ep.rollout["tool_calls"][0]
+    tool["arguments"] = {"command": "echo something else"}
+    controls._requesting(ep, tool["tool_call_id"])["arguments"] = {"command": "echo something else"}
+    after = ep.evaluate()
+    failed = {k for k, (status, _) in after.items() if status == Status.FAIL}
+    assert failed == {"tools.witness_request", "history.witness_results"}, {k: after[k] for k in failed}
+    assert "gives " + tool["tool_call_id"] + " the arguments" in after["history.witness_results"][1][0]

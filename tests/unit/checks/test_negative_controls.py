@@ -180,9 +180,10 @@ def m_witness_ids(ep: Episode) -> None:
 
 
 def m_witness_request(ep: Episode) -> None:
+    # The tool record only: the history's arguments are held to the wire by history.witness_results, so the same
+    # edit made in the history too fails both (test_lies_accuracy's coherent edit).
     tool = ep.rollout["tool_calls"][0]
     tool["arguments"] = {"command": "echo something else"}
-    _requesting(ep, tool["tool_call_id"])["arguments"] = {"command": "echo something else"}
 
 
 def m_witness_status(ep: Episode) -> None:
