@@ -66,7 +66,8 @@ def ownership_breaks(ev: Evidence, pairs: list[tuple[dict[str, Any], dict[str, A
     return reasons
 
 
-def _arguments(value: Any) -> Any:
+def parsed_arguments(value: Any) -> Any:
+    """Tool-call arguments as recorded: JSON text read as its value, anything else as it is."""
     if isinstance(value, str):
         try:
             return json.loads(value)
@@ -93,7 +94,7 @@ def history_call_mismatches(ev: Evidence) -> list[str]:
                 if call is None:
                     continue  # a call the wire never issued (a harness's own prefill) is not the wire's to judge
                 where = f"invocation {inv.get('invocation_id')}: conversation[{n}]"
-                if _arguments(tc.get("arguments")) != call.get("arguments"):
+                if parsed_arguments(tc.get("arguments")) != call.get("arguments"):
                     reasons.append(
                         f"{where} gives {call['tool_call_id']} the arguments {tc.get('arguments')!r}, sent "
                         f"{call.get('arguments')!r}"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from orchestrator.checks.continuation import parsed_arguments
 from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import column, decided, shared
 from orchestrator.checks.model import Kind, check
@@ -108,15 +108,6 @@ def _looked_up(ev: Evidence) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         yield call, {} if call.get("final_submit") else records[call["tool_call_id"]]
 
 
-def _arguments(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
 @check(
     "tools.witness_request",
     kind=Kind.BEHAVIORAL,
@@ -147,7 +138,7 @@ def witness_request(ev: Evidence) -> list[str]:
         t = records[call["tool_call_id"]]
         if t.get("tool_name") != call["name"]:
             reasons.append(f"{call['tool_call_id']}: tool_name {t.get('tool_name')!r}, sent {call['name']!r}")
-        if _arguments(t.get("arguments")) != call["arguments"]:
+        if parsed_arguments(t.get("arguments")) != call["arguments"]:
             reasons.append(f"{call['tool_call_id']}: arguments {t.get('arguments')!r}, sent {call['arguments']!r}")
     return reasons
 
