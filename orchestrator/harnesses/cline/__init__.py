@@ -15,7 +15,7 @@ from orchestrator.harnesses.options import Choice
 from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
 
-__all__ = ["CLINE_PROVIDERS", "DATA_DIR", "PROBE_DIR", "ClineHarness", "cline_global_settings"]
+__all__ = ["CLINE_PROVIDERS", "DATA_DIR", "DEFAULT_DATA_DIR", "PROBE_DIR", "ClineHarness", "cline_global_settings"]
 
 PROBE_DIR = "/home/probe/.cline-probe"  # ours: the `--json` event stream (stdout) and the auth step's output
 DATA_DIR = f"{PROBE_DIR}/data"  # Cline's --data-dir: settings/, sessions/, db/, logs/ (isolated "sandbox" state)
@@ -45,7 +45,7 @@ class ClineHarness(Harness):
     description = (
         "Cline CLI 3.0.65 (npm cline, Bun binary): `cline auth` then `cline --json --auto-approve true`, "
         "provider openai-compatible (Chat Completions), openai-native (Responses) or anthropic (Messages); "
-        "session messages JSON, NDJSON event stream, runtime log"
+        "NDJSON event stream and stored session history"
     )
     protocols = tuple(CLINE_PROVIDERS)
     native_paths = (PROBE_DIR,)

@@ -75,6 +75,13 @@ def build_rollout(native: ClineNative) -> Rollout:
     for s in native.sessions:
         refs = [c["model_call_id"] for c in b.calls] if s is root else []
         b.invocation(s.id, _conversation(s), parent=s.parent, refs=refs)
+    if len(native.sessions) > 1:
+        # The stream's agent events name no agent: a sub-agent's requests cannot be told from the lead's.
+        b.gap(
+            "model_calls.owner_unrecorded",
+            f"{len(native.sessions)} sessions stored; every call of the event stream is given to the lead session",
+            ["E8"],
+        )
     if root is None:
         b.gap("invocations.history_unrecorded", "Cline stored no session: the history the model saw is not recorded")
         b.invocation(session, [], refs=[c["model_call_id"] for c in b.calls])

@@ -331,3 +331,22 @@ def test_a_broken_session_file_is_a_gap_and_the_stream_still_gives_the_calls(
     assert record == {"status": "ok", "message": None} and rollout is not None
     assert any(code.startswith("session.") for code in gap_codes(rollout))
     assert len(rollout["model_calls"]) == 3
+
+
+def test_a_second_stored_session_is_a_child_invocation_and_its_calls_a_named_gap(tmp_path: Path) -> None:
+    paths = materialize("tool_failure", tmp_path / "ep")
+    (lead,) = (paths.native / SESSIONS).iterdir()
+    child = lead.with_name("9_child")
+    child.mkdir()
+    manifest = json.loads((lead / f"{lead.name}.json").read_text())
+    manifest |= {"session_id": "9_child", "parent_session_id": lead.name, "started_at": "2099-01-01T00:00:00.000Z"}
+    (child / "9_child.json").write_text(json.dumps(manifest))
+    (child / "9_child.messages.json").write_text((lead / f"{lead.name}.messages.json").read_text())
+    rollout = normalize(paths.native)
+    assert [
+        (i["invocation_id"], i["parent_invocation_id"], len(i["model_call_refs"])) for i in rollout["invocations"]
+    ] == [
+        (lead.name, None, 3),
+        ("9_child", lead.name, 0),
+    ]
+    assert gap_codes(rollout)["model_calls.owner_unrecorded"] == ["E8"]
