@@ -95,7 +95,8 @@ def _index_steps(ev: Evidence) -> dict[str, Any]:
     return out
 
 
-def _tool_rows(ev: Evidence) -> tuple[dict[str, list[ToolRow]], list[ToolRow]]:
+def _tool_rows(ev: Evidence, shown: set[str]) -> tuple[dict[str, list[ToolRow]], list[ToolRow]]:
+    """The tool rows of the attempts shown (`shown`: their ids), and the recorded tool calls never witnessed."""
     recorded: dict[str, dict[str, Any]] = {}
     tools = ev.r.get("tool_calls") if ev.rollout is not None else None
     for t in tools if isinstance(tools, list) else []:
@@ -106,6 +107,8 @@ def _tool_rows(ev: Evidence) -> tuple[dict[str, list[ToolRow]], list[ToolRow]]:
     for w in ev.w.tool_calls() if ev.witness is not None else []:
         tid = str(w.get("tool_call_id"))
         witnessed.add(tid)
+        if str(w.get("attempt_id")) not in shown:  # past MAX_ROWS: its row is not built
+            continue
         rec = recorded.get(tid)
         row = ToolRow(tid, w, rec, ev.w.markers(tid), ev.w.results_seen(tid), "" if rec is not None else UNRECORDED)
         by_attempt.setdefault(str(w.get("attempt_id")), []).append(row)
@@ -214,7 +217,8 @@ def timeline(ev: Evidence, result: dict[str, Any]) -> Timeline:
     """The rows of one episode, marked with the failing checks of its result (checks not re-run)."""
     rows, left_off = _rows(ev)
     steps = _index_steps(ev)
-    by_attempt, extra = _tool_rows(ev) if ev.witness is not None else ({}, [])
+    shown = {str(r.attempt.get("attempt_id")) for r in rows if r.attempt is not None}
+    by_attempt, extra = _tool_rows(ev, shown) if ev.witness is not None else ({}, [])
     tools: list[ToolRow] = list(extra)
     for r in rows:
         if r.call is not None:

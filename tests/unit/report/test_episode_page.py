@@ -205,3 +205,15 @@ def test_every_one_of_many_reasons_is_placed_once() -> None:
     assert _mark(rows, tools, [{"id": "witness.tools_executed", "tier": "P0", "reasons": reasons}]) == []
     assert all([m.reason for m in t.marks] == [reasons[i]] for i, t in enumerate(tools))
     assert not any(r.marks for r in rows)
+
+
+def test_a_check_with_more_reasons_than_the_page_lists_says_how_many_more(tmp_path: Path) -> None:
+    from orchestrator.report.episode_page import MAX_REASONS
+
+    paths = _episode(tmp_path, "tool_success")
+    ev, result = _judged(paths, json.loads(paths.rollout.read_text()))
+    many = [f"call_x{i}: collected marker file missing" for i in range(MAX_REASONS + 7)]
+    result["checks"].append({"id": "witness.tools_executed", "tier": "P0", "status": "fail", "reasons": many})
+    page = render_episode(ev, result, paths.root)
+    assert f"call_x{MAX_REASONS - 1}:" in page and f"call_x{MAX_REASONS}:" not in page
+    assert f"{len(many)} reason(s)" in page and "… 7 more in scenario_result.json" in page
