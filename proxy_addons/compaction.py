@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from proxy_addons.protocol import Usage, usage_for_attempt
+from proxy_addons.protocol import ModelRequest, Usage, usage_for_attempt
 from proxy_addons.scenario import Scenario
 
 # Prompt usage reported on every scripted reply, as a share of the window: past every compaction threshold
@@ -48,8 +48,20 @@ def is_summarization(scenario: Scenario, body: Any) -> bool:
     prompt seen names one of these words. orchestrator/checks/compaction.py reads the witness the same way."""
     if scenario.context_window is None:
         return False
-    text = json.dumps(body, ensure_ascii=False).lower()
-    return any(word in text for word in SUMMARY_WORDS)
+    return _names_summary(json.dumps(body, ensure_ascii=False))
+
+
+def asks_for_summary(scenario: Scenario, request: ModelRequest) -> bool:
+    """Whether a request that may advertise tools is a summarization side request: its history closes with a
+    user message asking for a summary after the model's turns (compaction scenarios only). Copilot CLI sends its
+    compaction request with every tool still advertised, beside the agent loop's own next request."""
+    prompt = request.closing_prompt
+    return scenario.context_window is not None and prompt is not None and _names_summary(prompt)
+
+
+def _names_summary(text: str) -> bool:
+    lowered = text.lower()
+    return any(word in lowered for word in SUMMARY_WORDS)
 
 
 def may_drop(scenario: Scenario, output_seen: str | None, summarized: bool = False) -> bool:
