@@ -313,3 +313,30 @@ def test_the_fixtures_hold_only_what_the_normalizer_reads() -> None:
         )
         assert {Path(f).name for f in files} <= {"events.jsonl.xz", "stream.jsonl.xz", "usage.json"}, files
         assert lzma.decompress((captured.fixtures(HARNESS) / name / "witness.jsonl.xz").read_bytes())
+
+
+def test_responses_finish_reasons_are_turned_back_into_the_wire_status(tmp_path: Path) -> None:
+    paths = materialize("responses_tool_success", tmp_path / "ep")
+    rollout = normalize(paths.native)
+    calls = rollout["model_calls"]
+    assert {c["protocol"] for c in calls} == {"responses"}
+    # Copilot records Chat's words on every protocol; every Responses reply of the run was `completed`.
+    assert rollout["extensions"]["copilot"]["finish_reasons"] == ["tool_calls", "tool_calls", "stop"]
+    assert [c["finish_reason"] for c in calls] == [a["finish_reason"] for a in attempts(paths)] == ["completed"] * 3
+    assert [c["response_id"] for c in calls] == [a["response_id"] for a in attempts(paths)]
+    assert gap_codes(rollout) == {**ALWAYS, "model_calls.finish_reason_translated": None}
+    assert checks(paths)["calls.response_metadata"].status == Status.PASS
+
+
+def test_responses_omitted_usage_is_recorded_with_zero_output_tokens(tmp_path: Path) -> None:
+    paths = materialize("responses_usage_omitted", tmp_path / "ep")
+    rollout = normalize(paths.native)
+    for c in rollout["model_calls"]:
+        assert c["token_stats"] == {"prompt": None, "completion": 0, "reasoning": None, "total": None, "cached": 0}
+    assert rollout["invocations"][0]["token_totals"] == {
+        "prompt": 0,
+        "completion": 0,
+        "reasoning": None,
+        "total": None,
+        "cached": 0,
+    }
