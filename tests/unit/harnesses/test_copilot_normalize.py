@@ -340,3 +340,17 @@ def test_responses_omitted_usage_is_recorded_with_zero_output_tokens(tmp_path: P
         "total": None,
         "cached": 0,
     }
+
+
+def test_messages_input_tokens_already_hold_the_cache_reads(tmp_path: Path) -> None:
+    paths = materialize("messages_tool_success", tmp_path / "ep")
+    rollout = normalize(paths.native)
+    first = rollout["model_calls"][0]
+    assert (first["protocol"], first["finish_reason"]) == ("messages", "tool_use")
+    # The wire sent Anthropic's disjoint counts (input_tokens 97 beside 3 cache reads); Copilot recorded their sum.
+    start = json.loads(attempts(paths)[0]["sse_events"][0])["message"]["usage"]
+    assert (start["input_tokens"], start["cache_read_input_tokens"]) == (97, 3)
+    record = next(e for e in read_lines(events_file(paths)) if e["type"] == "session.usage_record")["data"]["usage"]
+    assert (record["inputTokens"], record["cacheReadTokens"]) == (100, 3)
+    assert first["token_stats"] == {"prompt": 100, "completion": 7, "reasoning": None, "total": None, "cached": 3}
+    assert checks(paths)["tokens.match"].status == Status.PASS
