@@ -4,7 +4,6 @@ code) makes the check that holds it fail."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import lzma
 from collections.abc import Callable
@@ -294,14 +293,7 @@ def test_no_session_log_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_normalizing_leaves_the_native_files_untouched(tmp_path: Path) -> None:
-    paths = materialize("retry_429", tmp_path / "ep")
-
-    def digests() -> dict[str, str]:
-        return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths.native.rglob("*") if p.is_file()}
-
-    before = digests()
-    normalize(paths.native)
-    assert digests() == before
+    captured.assert_leaves_native_untouched(HARNESS, "retry_429", tmp_path / "ep")
 
 
 def test_the_fixtures_hold_only_what_the_normalizer_reads() -> None:
