@@ -35,10 +35,11 @@ def tool_records(b: RolloutBuilder, session: list[Event], sid: str, step_of_turn
             continue
         step = step_of_turn.get(str(e.data.get("turnId")))
         for requested in requests(e):
-            result = done.get(requested["tool_call_id"])
-            if result is None or requested["tool_call_id"] in seen:
-                continue  # requested, never run (or requested twice): no execution record
-            seen.add(requested["tool_call_id"])
+            cid = requested["tool_call_id"]
+            result = done.get(cid) if isinstance(cid, str) else None
+            if result is None or cid in seen:
+                continue  # requested, never run (or requested twice, or without an id): no execution record
+            seen.add(cid)
             shell = result.get("shellExecution")
             exit_code = integer(shell.get("exitCode")) if isinstance(shell, dict) else None
             success = result.get("success")

@@ -122,13 +122,18 @@ def _steps(b: RolloutBuilder, native: CopilotNative, attempts: list[Attempt], ca
     refs: dict[int, list[str]] = {}
     for a, c in zip(attempts, calls, strict=True):
         if a.turn_id is None:
-            continue  # a call known only from its usage record names no turn
+            continue  # read from a usage record alone, or a dispatch whose turn id is no string
         number = step_of_turn.setdefault(a.turn_id, len(step_of_turn) + 1)
         refs.setdefault(number, []).append(c["model_call_id"])
     for turn, number in step_of_turn.items():
         b.step(number, native.session_id, started.get(turn), refs[number])
     if any(a.turn_id is None for a in attempts):
-        b.gap("steps.turn_unrecorded", "calls known only from usage records name no turn: they are in no step", ["E9"])
+        b.gap(
+            "steps.turn_unrecorded",
+            "calls whose dispatch names no turn (read from usage records alone, or a turn id that is no "
+            "string) are in no step",
+            ["E9"],
+        )
     return step_of_turn
 
 

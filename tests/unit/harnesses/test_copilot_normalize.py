@@ -346,3 +346,37 @@ def test_messages_input_tokens_already_hold_the_cache_reads(tmp_path: Path) -> N
     assert (record["inputTokens"], record["cacheReadTokens"]) == (100, 3)
     assert first["token_stats"] == {"prompt": 100, "completion": 7, "reasoning": None, "total": None, "cached": 3}
     assert checks(paths)["tokens.match"].status == Status.PASS
+
+
+def test_hostile_values_in_its_records_are_findings_not_crashes(tmp_path: Path) -> None:
+    """Every value Copilot wrote may be of any type: odd ones are read as absent, never fatal."""
+    paths = materialize("tool_failure", tmp_path / "ep")
+
+    def odd_session(events: list[dict[str, Any]]) -> None:
+        reply = next(e for e in events if e["type"] == "assistant.message")
+        reply["data"]["toolRequests"].append({"toolCallId": ["not", "hashable"], "name": 7, "arguments": "x"})
+        reply["data"]["turnId"] = {"no": "string"}
+        usage = next(e for e in events if e["type"] == "session.usage_record")["data"]["usage"]
+        usage.update(inputTokens=-5, outputTokens="many", cacheReadTokens=True, apiEndpoint=["/chat"])
+        events.append({"type": "tool.execution_complete", "data": {"toolCallId": 3, "shellExecution": "x"}})
+        events.append({"type": "session.compaction_complete", "data": "not an object", "timestamp": 5})
+
+    def odd_stream(events: list[dict[str, Any]]) -> None:
+        events[0]["data"] = ["not", "an", "object"]
+        start = next(e for e in events if e["type"] == "model.call_start")
+        start["data"]["turnId"] = 0  # a number, not Copilot's string
+
+    edit(events_file(paths), odd_session)
+    edit(stream_file(paths), odd_stream)
+    (paths.native / ".copilot-probe" / "usage.json").write_text('{"modelMetrics": {"m": {"usage": [1]}}}')
+    rollout, record = normalize_native(get_harness(HARNESS), paths.native)
+    assert record == {"status": "ok", "message": None} and rollout is not None
+    first = rollout["model_calls"][0]
+    assert first["token_stats"] == {"prompt": None, "completion": None, "reasoning": 2, "total": None, "cached": None}
+    assert first["protocol"] is None  # an endpoint that is no string names no protocol
+    assert "steps.turn_unrecorded" in gap_codes(rollout) and first["model_call_id"] not in {
+        ref for s in rollout["steps"] for ref in s["model_call_refs"]
+    }
+    # The request without a usable id ran nothing that could be joined to it: only the two real runs are records.
+    assert [(t["status"], t["exit_code"]) for t in rollout["tool_calls"]] == [("failed", 7), ("succeeded", 0)]
+    assert "token_totals" not in rollout["invocations"][0]
