@@ -150,3 +150,13 @@ def test_a_closing_summary_prompt_outside_compaction_scenarios_plays_the_script(
         "POST", PATH, chat_body([USER, *first, {"role": "user", "content": SUMMARY_PROMPT}], [BASH_TOOL])
     )
     assert [a["kind"] for a in provider.events("attempt")] == ["model", "model"] and status(flow) == 200
+
+
+def test_a_loop_message_that_only_mentions_summarizing_is_the_agent_loop(make_provider: MakeProvider) -> None:
+    # NOOA closes each loop request with a user message of context notes that advise summarizing older work.
+    provider = make_provider(context_window=WINDOW)
+    first = execute_tool_calls(provider, response_json(provider.send("POST", PATH, chat_body([USER], [BASH_TOOL]))))
+    notes = {"role": "user", "content": "If event history is taking too much space, summarize older work."}
+    flow = provider.send("POST", PATH, chat_body([USER, *first, notes], [BASH_TOOL]))
+    assert status(flow) == 200 and response_json(flow)["choices"][0]["message"]["tool_calls"]
+    assert [a["kind"] for a in provider.events("attempt")] == ["model", "model"]
