@@ -163,8 +163,9 @@ class Interpreter:
 
         # Evidence first: what the history shows is recorded even when the request is then refused.
         self._observe_history(attempt, model_request)
-        if not model_request.has_tools and self._tools_seen:
-            if compaction.is_summarization(self.scenario, attempt.parsed):
+        summary = self._tools_seen and compaction.asks_for_summary(self.scenario, model_request)
+        if summary or (not model_request.has_tools and self._tools_seen):
+            if summary or compaction.is_summarization(self.scenario, attempt.parsed):
                 self._note_summarized()
                 self._compacted = True
             return self._auxiliary.side_reply(attempt, codec, model_request)
