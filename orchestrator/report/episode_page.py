@@ -20,7 +20,7 @@ from orchestrator.checks.evidence import Evidence
 from orchestrator.paths import EpisodePaths
 from orchestrator.report.episode_rows import UNRECORDED, UNWITNESSED, Mark, Row, ToolRow, timeline
 from orchestrator.report.html import esc
-from orchestrator.report.table import execution_text, shorten
+from orchestrator.report.table import execution_text, listed, shorten
 
 log = structlog.get_logger(__name__)
 
@@ -29,9 +29,6 @@ __all__ = ["PAGE", "render_episode", "write_episode_page"]
 PAGE = "episode.html"
 HISTORY_CHARS = 6000  # of one request's history shown; the witness holds all of it
 MAX_NATIVE_LINKS = 50
-# Reasons listed per failing check: one check of a 100,000-call episode may give a reason per call, and the page
-# must stay quick to open; scenario_result.json holds them all.
-MAX_REASONS = 1000
 
 _CSS = """
 :root { --ok:#d9f2df; --ok-fg:#14632f; --bad:#fbdcdc; --bad-fg:#a11b1b; --line:#d5d9e0; --muted:#5b6472; }
@@ -247,9 +244,8 @@ def _findings(failing: list[dict[str, Any]], unplaced: list[Mark]) -> Iterator[s
         return
     yield '<ul class="findings">'
     for c in failing:
-        reasons = "".join(f"<li>{esc(shorten(x, 1000))}</li>" for x in c["reasons"][:MAX_REASONS])
-        if len(c["reasons"]) > MAX_REASONS:
-            reasons += f"<li>… {len(c['reasons']) - MAX_REASONS:,} more in scenario_result.json</li>"
+        shown, more = listed(c["reasons"])
+        reasons = "".join(f"<li>{esc(shorten(x, 1000))}</li>" for x in [*shown, *([more] if more else [])])
         yield (
             f'<li data-check="{esc(c["id"])}"><b>{esc(LIES.get(c["id"], c["id"]))}</b> '
             f'<code>{esc(c["id"])}</code> <span class="badge fail">{esc(c["tier"])}</span>'

@@ -208,7 +208,7 @@ def test_every_one_of_many_reasons_is_placed_once() -> None:
 
 
 def test_a_check_with_more_reasons_than_the_page_lists_says_how_many_more(tmp_path: Path) -> None:
-    from orchestrator.report.episode_page import MAX_REASONS
+    from orchestrator.report.table import MAX_REASONS
 
     paths = _episode(tmp_path, "tool_success")
     ev, result = _judged(paths, json.loads(paths.rollout.read_text()))
