@@ -42,7 +42,15 @@ def openclaw_config(scenario: Scenario, ctx: LaunchContext, protocol: str) -> di
         "models": {
             "mode": "replace",
             "providers": {
-                PROVIDER: {"baseUrl": base, "apiKey": ctx.api_key, "api": OPENCLAW_APIS[protocol], "models": [model]}
+                PROVIDER: {
+                    "baseUrl": base,
+                    "apiKey": ctx.api_key,
+                    "api": OPENCLAW_APIS[protocol],
+                    # `provider` resolves to 127.0.0.1 in the pod, which OpenClaw's SSRF guard blocks ("resolves to
+                    # private/internal/special-use IP address") unless the provider allows private networks.
+                    "request": {"allowPrivateNetwork": True},
+                    "models": [model],
+                }
             },
         },
         "agents": {"defaults": {"model": {"primary": f"{PROVIDER}/{scenario.model}"}, "workspace": ctx.workdir}},
@@ -68,8 +76,9 @@ class OpenClawHarness(Harness):
         self.protocol = self.settings.text("protocol")
 
     def harness_profile(self) -> dict[str, Any] | None:
-        # OpenClaw replays tool-call ids through a sanitizer keeping only [A-Za-z0-9] (proxy_addons/call_ids.py).
-        return {"tool_call_ids": "alphanumeric"}
+        # For a custom Chat Completions or Messages provider OpenClaw replays tool-call ids through a sanitizer
+        # keeping only [A-Za-z0-9] (proxy_addons/call_ids.py); Responses ids it replays as they came.
+        return None if self.protocol == "responses" else {"tool_call_ids": "alphanumeric"}
 
     def launch(self, scenario: Scenario, ctx: LaunchContext) -> Launch:
         agent = ["openclaw", "agent", "--local", "--json", "--agent", AGENT, "--message", scenario.task]
