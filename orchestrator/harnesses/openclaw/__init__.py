@@ -35,7 +35,11 @@ def openclaw_config(scenario: Scenario, ctx: LaunchContext, protocol: str) -> di
     # The Anthropic SDK appends /v1/messages to its base URL itself; the OpenAI SDK appends only the route.
     base = ctx.base_url.rstrip("/").removesuffix("/v1") if protocol == "messages" else ctx.base_url
     window = scenario.data.get("context_window") or CONTEXT_WINDOW
-    model = {"id": scenario.model, "name": scenario.model, "contextWindow": window, "maxTokens": 16384}
+    model: dict[str, Any] = {"id": scenario.model, "name": scenario.model, "contextWindow": window, "maxTokens": 16384}
+    if protocol == "chat":
+        # Unless told, OpenClaw asks a custom Chat Completions host for no usage in a stream (no stream_options)
+        # and then records every reply's tokens as 0; the probe's provider does stream usage, as OpenAI does.
+        model["compat"] = {"supportsUsageInStreaming": True}
     return {
         "update": {"checkOnStart": False},
         "telemetry": {"enabled": False},
