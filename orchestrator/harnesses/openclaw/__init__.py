@@ -25,7 +25,11 @@ AGENT = "main"
 # Our protocol names -> OpenClaw's `models.providers.<p>.api` (gateway/config-tools/custom-providers.md).
 # `google-generative-ai` (generateContent) is a fourth api it has; this probe does not speak that protocol yet.
 OPENCLAW_APIS = {"chat": "openai-completions", "responses": "openai-responses", "messages": "anthropic-messages"}
-CONTEXT_WINDOW = 128_000  # what the custom model entry declares unless the scenario names the model's window
+CONTEXT_WINDOW = 128_000
+# models.providers.<p>.timeoutSeconds: OpenClaw's deadline on one model request, its stream's idle watchdog included
+# (120 s unless set). At its default a withheld reply outlasts the harness_deadline scenario's 120 s; 30 s, as for
+# Pi, leaves it room to give up and retry.
+REQUEST_TIMEOUT_SECONDS = 30  # what the custom model entry declares unless the scenario names the model's window
 _VERSION = re.compile(r"\d{4}\.\d+\.\d+\S*")
 
 
@@ -50,6 +54,7 @@ def openclaw_config(scenario: Scenario, ctx: LaunchContext, protocol: str) -> di
                     "baseUrl": base,
                     "apiKey": ctx.api_key,
                     "api": OPENCLAW_APIS[protocol],
+                    "timeoutSeconds": REQUEST_TIMEOUT_SECONDS,
                     # `provider` resolves to 127.0.0.1 in the pod, which OpenClaw's SSRF guard blocks ("resolves to
                     # private/internal/special-use IP address") unless the provider allows private networks.
                     "request": {"allowPrivateNetwork": True},
