@@ -35,7 +35,7 @@ _VERSION = re.compile(r"\d{4}\.\d+\.\d+\S*")
 
 def openclaw_config(scenario: Scenario, ctx: LaunchContext, protocol: str) -> dict[str, Any]:
     """~/.openclaw/openclaw.json: one custom provider for the chosen protocol, the probe model its default,
-    no catalogue beside it, and no update check or feature statistics (gateway/telemetry.md)."""
+    no catalogue beside it, no plugins or bundled skills, and no update check or feature statistics."""
     # The Anthropic SDK appends /v1/messages to its base URL itself; the OpenAI SDK appends only the route.
     base = ctx.base_url.rstrip("/").removesuffix("/v1") if protocol == "messages" else ctx.base_url
     window = scenario.data.get("context_window") or CONTEXT_WINDOW
@@ -63,6 +63,10 @@ def openclaw_config(scenario: Scenario, ctx: LaunchContext, protocol: str) -> di
             },
         },
         "agents": {"defaults": {"model": {"primary": f"{PROVIDER}/{scenario.model}"}, "workspace": ctx.workdir}},
+        # Nothing from the image or work dir may change the agent (as Pi runs with --no-extensions --no-skills): no
+        # plugins, no bundled skills in the prompt. The core tools, exec among them, stay; a start costs a third less.
+        "plugins": {"enabled": False},
+        "skills": {"allowBundled": []},
     }
 
 
