@@ -39,7 +39,7 @@ _ALWAYS_GAPS: list[Gap] = [
 _UNTIMED_GAP: Gap = {
     "code": "model_calls.completed_at_unrecorded",
     "detail": "a failed attempt is kept only in the runtime trajectory's messagesSnapshot, which stamps when the "
-    "request started and not when it ended",
+    "request started; only the attempt's last message has an end, the time of its `model.completed` event",
     "labels": ["E1"],
 }
 
@@ -50,7 +50,9 @@ class Reply:
 
     session_id: str
     ref: str  # the transcript entry id, or `<run id>#<n>` for a snapshot-only message
-    appended_at: str | None  # when the transcript appended it (the reply's end); None from a snapshot
+    # When the transcript appended it (the reply's end), or for a snapshot's last message when the attempt's
+    # `model.completed` was stamped; None for any other snapshot message.
+    appended_at: str | None
     message: dict[str, Any]
 
     @property
@@ -95,11 +97,18 @@ def _replies(native: OpenClawNative) -> list[Reply]:
             )
             found.setdefault(_key(r), r)
     for n, run in enumerate(native.runs):
+        event = run.last_event("model.completed") or {}
         done = run.last("model.completed") or {}
         snapshot = done.get("messagesSnapshot")
-        for i, m in enumerate(snapshot if isinstance(snapshot, list) else []):
+        messages = snapshot if isinstance(snapshot, list) else []
+        last = max(
+            (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"), default=-1
+        )
+        for i, m in enumerate(messages):
             if isinstance(m, dict) and m.get("role") == "assistant":
-                r = Reply(run.session_id, f"{run.run_id or 'run'}#{n}.{i}", None, m)
+                # The attempt's last message ended its model request: `model.completed` is stamped when it did.
+                ended = string(event.get("ts")) if i == last else None
+                r = Reply(run.session_id, f"{run.run_id or 'run'}#{n}.{i}", ended, m)
                 found.setdefault(_key(r), r)
     order = list(found.values())
     return sorted(order, key=lambda r: (integer(r.message.get("timestamp")) or 0, order.index(r)))

@@ -51,9 +51,12 @@ class Run:
     run_id: str | None
     events: list[dict[str, Any]] = field(default_factory=list)
 
-    def last(self, kind: str) -> dict[str, Any] | None:
+    def last_event(self, kind: str) -> dict[str, Any] | None:
         found = [e for e in self.events if e.get("type") == kind]
-        data = found[-1].get("data") if found else None
+        return found[-1] if found else None
+
+    def last(self, kind: str) -> dict[str, Any] | None:
+        data = (self.last_event(kind) or {}).get("data")
         return data if isinstance(data, dict) else None
 
 
