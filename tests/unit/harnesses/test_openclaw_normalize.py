@@ -123,6 +123,24 @@ def test_the_exit_code_is_read_from_the_results_details(tmp_path: Path) -> None:
     assert statuses(paths, normalize(paths.native))["tools.witness_status"] is Status.FAIL
 
 
+@pytest.mark.parametrize(
+    ("name", "protocol", "prefix"),
+    [("responses_retry_429", "responses", "call_"), ("messages_retry_429", "messages", "toolu")],
+)
+def test_other_protocols_keep_the_wires_ids_and_their_failed_attempts(
+    tmp_path: Path, name: str, protocol: str, prefix: str
+) -> None:
+    paths = materialize(name, tmp_path / "ep")
+    rollout = normalize(paths.native)
+    assert {c["protocol"] for c in rollout["model_calls"]} == {protocol}
+    assert [c["status_code"] for c in rollout["model_calls"]] == [429, 429, 200, 200, 200]
+    issued = [e["tool_call_id"] for e in captured.witness(paths) if e["event"] == "tool_call"]
+    # Responses ids come back as the model sent them (`call_<hex>`, OpenClaw stores `call_<hex>|fc_<hex>`);
+    # Messages ids were issued alphanumeric (harness_profile), as OpenClaw's sanitizer would make them.
+    assert [t["tool_call_id"] for t in rollout["tool_calls"]] == issued
+    assert all(i.startswith(prefix) for i in issued)
+
+
 def test_no_store_is_a_normalize_error(tmp_path: Path) -> None:
     paths = materialize("tool_success", tmp_path / "ep")
     (paths.native / DB).unlink()
