@@ -31,6 +31,8 @@ PACKAGES: dict[str, Package] = {
     "opencode": Package("npm", "opencode-ai", "/opt/opencode"),
     "claude-code": Package("npm", "@anthropic-ai/claude-code", "/opt/claude-code"),
     "cline": Package("npm", "cline", "/opt/cline"),
+    "copilot": Package("npm", "@github/copilot", "/opt/copilot"),
+    "openclaw": Package("npm", "openclaw", "/opt/openclaw"),
     "hermes": Package("pypi", "hermes-agent", "/opt/hermes"),
     "mini-swe-agent": Package("pypi", "mini-swe-agent", "/opt/mini-swe-agent"),
     "nooa": Package("pypi", "nooa", "/opt/nooa"),
