@@ -8,12 +8,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# Bare names (namespace stripped, lower-cased) under which harnesses advertise their shell tool (OpenClaw: `exec`).
+# Bare names (namespace stripped, lower-cased) under which harnesses advertise their shell tool (OpenClaw: `exec`,
+# Cline: `run_commands`).
 SHELL_TOOL_NAMES = frozenset(
-    {"bash", "terminal", "shell", "shell_command", "exec", "exec_command", "run_shell_command"}
+    {"bash", "terminal", "shell", "shell_command", "exec", "exec_command", "run_shell_command", "run_commands"}
 )
 # Properties that can carry the command, in order of preference when a tool has several.
-COMMAND_KEYS = ("cmd", "command")
+COMMAND_KEYS = ("cmd", "command", "commands")
+# A command property of this name holding an array takes a list of whole commands, each run by the harness's
+# shell (Cline's `run_commands{commands}`), not one argv: a call then carries the command as a one-item list.
+COMMAND_LIST_KEY = "commands"
 DESCRIPTION_TEXT = "Run the probe's shell check"
 
 # Required string properties we know how to fill with a harmless value. Anything else required and
@@ -49,6 +53,8 @@ class ShellTool:
     # Other required properties and the values we fill them with.
     extra: Mapping[str, Any] = field(default_factory=dict)
     namespace: str | None = None
+    # True when the command property is a list of commands (COMMAND_LIST_KEY): the command goes as its one item.
+    command_list: bool = False
 
 
 def bare_name(name: str) -> str:
@@ -84,7 +90,9 @@ def shell_tool_from_spec(tool: ToolSpec) -> ShellTool | None:
     # A required command property is the one the harness actually reads.
     command_key = next((key for key in present if key in required), present[0])
     command_schema = properties.get(command_key)
-    argv = _schema_allows(command_schema, "array") and not _schema_allows(command_schema, "string")
+    array_only = _schema_allows(command_schema, "array") and not _schema_allows(command_schema, "string")
+    command_list = array_only and command_key == COMMAND_LIST_KEY
+    argv = array_only and not command_list
     extra: dict[str, Any] = {}
     for key in required:
         if key == command_key:
@@ -93,12 +101,20 @@ def shell_tool_from_spec(tool: ToolSpec) -> ShellTool | None:
         if value is _IMPOSSIBLE:
             return None
         extra[key] = value
-    return ShellTool(name=tool.name, command_key=command_key, argv=argv, extra=extra, namespace=tool.namespace)
+    return ShellTool(
+        name=tool.name,
+        command_key=command_key,
+        argv=argv,
+        extra=extra,
+        namespace=tool.namespace,
+        command_list=command_list,
+    )
 
 
 def build_arguments(shell: ShellTool, command: str) -> dict[str, Any]:
     """The arguments object for one call of `shell` running `command`."""
-    arguments: dict[str, Any] = {shell.command_key: ["bash", "-lc", command] if shell.argv else command}
+    value: Any = ["bash", "-lc", command] if shell.argv else [command] if shell.command_list else command
+    arguments: dict[str, Any] = {shell.command_key: value}
     arguments.update(shell.extra)
     return arguments
 

@@ -62,6 +62,7 @@ HARNESSES: dict[str, str] = {
     "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
     "copilot": "orchestrator.harnesses.copilot:CopilotHarness",
     "atif": "orchestrator.harnesses.atif:AtifHarness",
+    "cline": "orchestrator.harnesses.cline:ClineHarness",
     "openclaw": "orchestrator.harnesses.openclaw:OpenClawHarness",
 }
 # Harnesses whose image is a run's option (-a image=...), not images/<name>: CI cannot probe them unconfigured.

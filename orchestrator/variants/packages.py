@@ -30,6 +30,7 @@ PACKAGES: dict[str, Package] = {
     "codex": Package("npm", "@openai/codex", "/opt/codex"),
     "opencode": Package("npm", "opencode-ai", "/opt/opencode"),
     "claude-code": Package("npm", "@anthropic-ai/claude-code", "/opt/claude-code"),
+    "cline": Package("npm", "cline", "/opt/cline"),
     "copilot": Package("npm", "@github/copilot", "/opt/copilot"),
     "openclaw": Package("npm", "openclaw", "/opt/openclaw"),
     "hermes": Package("pypi", "hermes-agent", "/opt/hermes"),

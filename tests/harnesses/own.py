@@ -46,6 +46,37 @@ def claude_code_only_the_scripted_provider_was_spoken_to(out: Path) -> None:
         assert [e for e in events if e["event"] in ("violation", "egress")] == [], episode.name
 
 
+def cline_runtime_records_the_locked_image(out: Path) -> None:
+    lock = hashlib.sha256((IMAGES_DIR / "cline" / "package-lock.json").read_bytes()).hexdigest()
+    for runtime_file in sorted(out.glob("cline/*/runtime.json")):
+        harness = json.loads(runtime_file.read_text())["harness"]
+        assert harness["version"] == "cline 3.0.65"
+        assert harness["files"]["package-lock.json"] == lock
+    rollout = json.loads((out / "cline" / "tool_success" / "rollout.json").read_text())
+    assert rollout["harness"] == {"name": "cline", "version": "3.0.65"}
+
+
+def cline_each_scenario_ends_on_its_own_but_the_silent_stream(out: Path) -> None:
+    for name, r in results(out, "cline").items():
+        # A failure that ends the run (400, a cut stream) exits 1; a withheld stream is waited on until the kill.
+        want = (
+            ("deadline", None) if name == "harness_deadline" else ("exited", int(name in ("model_error", "stream_cut")))
+        )
+        assert (r["execution"]["status"], r["execution"]["exit_code"]) == want, (name, r["execution"])
+        assert r["normalize"]["status"] == "ok", (name, r["normalize"])
+        # Cline's own `auth` step stored the provider before every run.
+        auth = (out / "cline" / name / "native" / ".cline-probe" / "auth.log").read_text()
+        assert "Provider configured:" in auth and "openai-compatible" in auth, (name, auth)
+
+
+def cline_its_telemetry_stays_off_only_the_feature_flag_lookup_is_left(out: Path) -> None:
+    for episode in sorted((out / "cline").iterdir()):
+        events = [json.loads(line) for line in (episode / "witness.jsonl").read_text().splitlines()]
+        assert {e["path"] for e in events if e["event"] == "attempt"} == {"/v1/chat/completions"}, episode.name
+        # The opt-out holds (no otel.cline.bot); PostHog's feature flags have no setting and are looked up each run.
+        assert {e["target"] for e in events if e["event"] == "egress"} == {"data.cline.bot"}, episode.name
+
+
 def codex_each_scenario_ran_to_the_end_on_its_own(out: Path) -> None:
     for name, r in results(out, "codex").items():
         # A terminal model error makes `codex exec` exit 1; everything else ends with 0, never by the timeout.
@@ -214,6 +245,11 @@ OWN: dict[str, tuple[Callable[[Path], None], ...]] = {
         claude_code_runtime_records_the_locked_image,
         claude_code_each_scenario_ends_on_its_own,
         claude_code_only_the_scripted_provider_was_spoken_to,
+    ),
+    "cline": (
+        cline_runtime_records_the_locked_image,
+        cline_each_scenario_ends_on_its_own_but_the_silent_stream,
+        cline_its_telemetry_stays_off_only_the_feature_flag_lookup_is_left,
     ),
     "codex": (codex_each_scenario_ran_to_the_end_on_its_own,),
     "hermes": (hermes_runtime_records_the_locked_image,),

@@ -17,7 +17,7 @@ from tests.unit.ci.conftest import hp
 REPO_ROOT = checkout_root() or Path(__file__).resolve().parents[3]
 
 ALL = sorted(set(HARNESSES) - IMAGE_FROM_OPTIONS)
-NPM = ["claude-code", "codex", "copilot", "openclaw", "opencode", "pi"]
+NPM = ["claude-code", "cline", "codex", "copilot", "openclaw", "opencode", "pi"]
 
 TABLE: list[tuple[str, list[str], list[str]]] = [
     ("nothing changed", [], []),
@@ -70,6 +70,17 @@ TABLE: list[tuple[str, list[str], list[str]]] = [
     ("harness registry", ["orchestrator/harnesses/__init__.py", "orchestrator/harnesses/base.py"], ALL),
     ("unknown new top-level file", ["something_new.cfg"], ALL),
     ("one harness + shared", ["orchestrator/harnesses/hermes/native.py", "proxy_addons/sse.py"], ALL),
+    (
+        "a harness added after the first ten (cline)",
+        [
+            "orchestrator/harnesses/cline/timeline.py",
+            "images/cline/package-lock.json",
+            "tests/fixtures/native/cline/tool_failure/scenario.json",
+            "tests/unit/harnesses/test_cline_normalize.py",
+            "docs/results/cline.md",
+        ],
+        ["cline"],
+    ),
     ("leading ./ and blank lines", ["./orchestrator/harnesses/codex/native.py", "", "  "], ["codex"]),
 ]
 

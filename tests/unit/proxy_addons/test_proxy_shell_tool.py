@@ -64,6 +64,25 @@ def test_argv_array_command_is_wrapped_in_bash_lc() -> None:
     assert build_arguments(shell, "echo hi") == {"command": ["bash", "-lc", "echo hi"]}
 
 
+def test_cline_run_commands_takes_the_command_as_a_one_item_list() -> None:
+    # Cline 3.0.65 advertises run_commands{commands: string[]}: each item is a whole command for its shell, so
+    # the argv wrapping would run `bash`, `-lc` and the command as three commands.
+    items = {"type": "string", "description": "The non-interactive shell command to execute"}
+    spec = ToolSpec("run_commands", params({"commands": {"type": "array", "items": items}}, ["commands"]))
+    shell = find_shell_tool([spec])
+    assert shell is not None
+    assert not shell.argv
+    assert shell.command_list
+    assert build_arguments(shell, "echo hi && exit 3") == {"commands": ["echo hi && exit 3"]}
+
+
+def test_an_argv_array_under_another_key_stays_argv() -> None:
+    spec = ToolSpec("run_commands", params({"command": {"type": "array", "items": {"type": "string"}}}, ["command"]))
+    shell = find_shell_tool([spec])
+    assert shell is not None
+    assert build_arguments(shell, "ls") == {"command": ["bash", "-lc", "ls"]}
+
+
 def test_required_description_and_directory_are_filled() -> None:
     spec = ToolSpec(
         "run_shell_command",
