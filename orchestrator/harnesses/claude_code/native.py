@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.jsonl import read_jsonl
 
 __all__ = ["CONFIG_NAME", "PROBE_NAME", "STREAM_NAME", "NativeLog", "Transcript", "read_native"]
 
@@ -60,7 +60,7 @@ def read_native(native_dir: Path) -> NativeLog:
     stream_path = native_dir / PROBE_NAME / STREAM_NAME
     stream: list[dict[str, Any]] = []
     if stream_path.is_file():
-        stream = _read_jsonl(stream_path, "stream", problems)
+        stream = read_jsonl(stream_path, "stream", problems)
     else:
         problems.append(("native.stream_missing", f"{PROBE_NAME}/{STREAM_NAME} (stdout stream-json) was not collected"))
     projects = native_dir / CONFIG_NAME / "projects"
@@ -68,14 +68,14 @@ def read_native(native_dir: Path) -> NativeLog:
     if not candidates:
         raise NormalizeError(f"Claude Code wrote no session transcript ({CONFIG_NAME}/projects/<cwd>/<session>.jsonl)")
     main_path = _main_transcript(candidates, _stream_session(stream))
-    main = Transcript(main_path, _read_jsonl(main_path, "transcript", problems))
+    main = Transcript(main_path, read_jsonl(main_path, "transcript", problems))
     if not main.entries:
         raise NormalizeError(f"the session transcript {main_path.name} holds no readable record")
     for other in candidates:
         if other != main_path:
             problems.append(("native.other_session_ignored", f"transcript {other.name} is not this run's session"))
     subagents = [
-        Transcript(p, _read_jsonl(p, "sub-agent transcript", problems), agent_id=p.stem.removeprefix("agent-"))
+        Transcript(p, read_jsonl(p, "sub-agent transcript", problems), agent_id=p.stem.removeprefix("agent-"))
         for p in sorted((main_path.parent / main_path.stem / "subagents").glob("*.jsonl"))
     ]
     return NativeLog(main, subagents, stream, problems)
@@ -99,35 +99,3 @@ def _main_transcript(candidates: list[Path], session: str | None) -> Path:
         return candidates[0]
     names = ", ".join(p.name for p in candidates)
     raise NormalizeError(f"several session transcripts ({names}) and no stream-json naming this run's session")
-
-
-def _read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """Every JSON object line; a cut-off last line or a corrupt line is skipped and named, never fatal."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise NormalizeError(f"{what} {path.name} cannot be read: {exc}") from None
-    text = raw.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    entries: list[dict[str, Any]] = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            # Claude Code appends whole lines, each ending in a newline: an unterminated last line was cut off.
-            if n == len(lines):
-                problems.append((f"native.{_code(what)}_truncated", f"{path.name}: last line cut off ({exc.msg})"))
-            else:
-                problems.append((f"native.{_code(what)}_corrupt_line", f"{path.name} line {n}: not JSON ({exc.msg})"))
-            continue
-        if not isinstance(value, dict):
-            problems.append((f"native.{_code(what)}_corrupt_line", f"{path.name} line {n}: not a JSON object"))
-            continue
-        entries.append(value)
-    return entries
-
-
-def _code(what: str) -> str:
-    return what.replace("-", "_").replace(" ", "_")
