@@ -105,6 +105,9 @@ class QwenCodeHarness(Harness):
             **_endpoint(self.protocol, ctx, scenario.model),
             # The environment's own opt-out of usage statistics, beside settings.json's.
             "QWEN_USAGE_STATISTICS_ENABLED": "false",
+            # Qwen sizes its heap at half the host's memory (os.totalmem(), not the container's limit) and starts
+            # itself a second time to get it: a second full start-up, and a heap the pod's memory cap cannot hold.
+            "QWEN_CODE_NO_RELAUNCH": "true",
         }
         return Launch(command=["sh", "-c", script], environment=env, files={f"{HOME_QWEN}/settings.json": settings})
 

@@ -70,6 +70,7 @@ def test_endpoint_variables_name_the_scripted_provider(protocol: str, expected: 
     other = "OPENAI_BASE_URL" if protocol == "messages" else "ANTHROPIC_BASE_URL"
     assert other not in env
     assert env["QWEN_USAGE_STATISTICS_ENABLED"] == "false"
+    assert env["QWEN_CODE_NO_RELAUNCH"] == "true"
 
 
 def test_settings_pin_the_auth_type_the_deadlines_and_every_opt_out() -> None:
