@@ -8,7 +8,7 @@ from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
 
-__all__ = ["read_jsonl"]
+__all__ = ["read_jsonl", "session_file", "stream_session"]
 
 
 def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -43,3 +43,25 @@ def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[d
 
 def _code(what: str) -> str:
     return what.replace("-", "_").replace(" ", "_")
+
+
+def stream_session(stream: list[dict[str, Any]]) -> str | None:
+    """The session id a stream-json stdout names (its first `session_id`), or None."""
+    for e in stream:
+        sid = e.get("session_id")
+        if isinstance(sid, str) and sid:
+            return sid
+    return None
+
+
+def session_file(candidates: list[Path], session: str | None, what: str) -> Path:
+    """The file of this run's session among `candidates` (named `<session>.jsonl`): the one the stream names, else
+    the only one; NormalizeError when several remain and nothing tells them apart."""
+    if session is not None:
+        for p in candidates:
+            if p.stem == session:
+                return p
+    if len(candidates) == 1:
+        return candidates[0]
+    names = ", ".join(p.name for p in candidates)
+    raise NormalizeError(f"several {what} ({names}) and no stream-json naming this run's session")

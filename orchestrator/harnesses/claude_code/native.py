@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
-from orchestrator.harnesses.jsonl import read_jsonl
+from orchestrator.harnesses.jsonl import read_jsonl, session_file, stream_session
 
 __all__ = ["CONFIG_NAME", "PROBE_NAME", "STREAM_NAME", "NativeLog", "Transcript", "read_native"]
 
@@ -67,7 +67,7 @@ def read_native(native_dir: Path) -> NativeLog:
     candidates = sorted(projects.glob("*/*.jsonl")) if projects.is_dir() else []
     if not candidates:
         raise NormalizeError(f"Claude Code wrote no session transcript ({CONFIG_NAME}/projects/<cwd>/<session>.jsonl)")
-    main_path = _main_transcript(candidates, _stream_session(stream))
+    main_path = session_file(candidates, stream_session(stream), "session transcripts")
     main = Transcript(main_path, read_jsonl(main_path, "transcript", problems))
     if not main.entries:
         raise NormalizeError(f"the session transcript {main_path.name} holds no readable record")
@@ -79,23 +79,3 @@ def read_native(native_dir: Path) -> NativeLog:
         for p in sorted((main_path.parent / main_path.stem / "subagents").glob("*.jsonl"))
     ]
     return NativeLog(main, subagents, stream, problems)
-
-
-def _stream_session(stream: list[dict[str, Any]]) -> str | None:
-    for e in stream:
-        sid = e.get("session_id")
-        if isinstance(sid, str) and sid:
-            return sid
-    return None
-
-
-def _main_transcript(candidates: list[Path], session: str | None) -> Path:
-    # The stream names the session it ran; without it, only an unambiguous single transcript will do.
-    if session is not None:
-        for p in candidates:
-            if p.stem == session:
-                return p
-    if len(candidates) == 1:
-        return candidates[0]
-    names = ", ".join(p.name for p in candidates)
-    raise NormalizeError(f"several session transcripts ({names}) and no stream-json naming this run's session")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, cast
 
 from orchestrator.harnesses.errors_text import transport_category
-from orchestrator.harnesses.values import count, integer, iso, nonempty
+from orchestrator.harnesses.values import count, integer, iso, moment, nonempty
 from orchestrator.records import ModelCall, TokenStats, token_stats
 
-__all__ = ["API_ERROR", "API_RESPONSE", "AUTH_TYPES", "model_call", "usage_stats", "when"]
+__all__ = ["API_ERROR", "API_RESPONSE", "AUTH_TYPES", "model_call", "usage_stats"]
 
 # Our protocol names -> Qwen's auth types (each a content generator of its own: OpenAI Chat Completions, OpenAI
 # Responses, the Anthropic SDK). Its fourth, `gemini`, speaks generateContent, which the proxy does not serve.
@@ -19,21 +19,10 @@ API_RESPONSE = "qwen-code.api_response"
 API_ERROR = "qwen-code.api_error"
 
 
-def when(value: Any) -> datetime | None:
-    """An ISO time Qwen wrote (`2026-12-06T02:30:29.952Z`), aware; anything else is none."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None
-
-
 def model_call(call_id: str, invocation_id: str, event: dict[str, Any]) -> ModelCall:
     """The record of one API event Qwen logged: a reply it received whole, or an attempt that ended in an error."""
     ok = event.get("event.name") == API_RESPONSE
-    logged = when(event.get("event.timestamp"))
+    logged = moment(event.get("event.timestamp"))
     duration = count(event.get("duration_ms"))
     # Qwen logs the event when the reply ended, with how long the request took: the start is that much earlier.
     started = logged - timedelta(milliseconds=duration) if logged is not None and duration is not None else None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
-from orchestrator.harnesses.jsonl import read_jsonl
+from orchestrator.harnesses.jsonl import read_jsonl, session_file, stream_session
 from orchestrator.harnesses.values import integer, nonempty
 
 __all__ = ["PROBE_NAME", "QWEN_DIR", "STREAM_NAME", "QwenNative", "read_native"]
@@ -57,7 +57,7 @@ def read_native(native_dir: Path) -> QwenNative:
     if not candidates:
         # Qwen creates the file with its first record, the user's prompt: none means it never got that far.
         raise NormalizeError(f"Qwen Code wrote no chat recording ({QWEN_DIR}/projects/<cwd>/chats/<session>.jsonl)")
-    chosen = _this_session(candidates, _stream_session(stream))
+    chosen = session_file(candidates, stream_session(stream), "chat recordings")
     for other in candidates:
         if other != chosen:
             problems.append(("native.other_session_ignored", f"chat recording {other.name} is not this run's session"))
@@ -66,22 +66,6 @@ def read_native(native_dir: Path) -> QwenNative:
         raise NormalizeError(f"the chat recording {chosen.name} holds no readable record")
     retries = _sdk_retries(native_dir / QWEN_DIR / "settings.json", problems)
     return QwenNative(chosen.relative_to(native_dir).as_posix(), records, stream, retries, problems)
-
-
-def _stream_session(stream: list[dict[str, Any]]) -> str | None:
-    return next((s for e in stream if (s := nonempty(e.get("session_id")))), None)
-
-
-def _this_session(candidates: list[Path], session: str | None) -> Path:
-    # The stream names the session it ran (the file's stem); without it, only a single recording will do.
-    if session is not None:
-        for p in candidates:
-            if p.stem == session:
-                return p
-    if len(candidates) == 1:
-        return candidates[0]
-    names = ", ".join(p.name for p in candidates)
-    raise NormalizeError(f"several chat recordings ({names}) and no stream-json naming this run's session")
 
 
 def _sdk_retries(path: Path, problems: list[tuple[str, str]]) -> int | None:
