@@ -44,9 +44,9 @@ _ALWAYS_GAPS: list[Gap] = [
 ]
 _SDK_RETRIES_GAP: Gap = {
     "code": "model_calls.failed_attempts_unrecorded",
-    "detail": "the provider SDK under Qwen retries 408/409/429/5xx and connection errors itself "
-    "(model.generationConfig.maxRetries is not 0): attempts it retried never reach Qwen's logging layer and are "
-    "in no record",
+    "detail": "the provider SDK under Qwen's Chat and Anthropic generators retries 408/409/429/5xx and connection "
+    "errors itself (model.generationConfig.maxRetries is not 0): attempts it retried never reach Qwen's logging "
+    "layer and are in no record",
     "labels": ["E1", "E7"],
 }
 
@@ -54,13 +54,15 @@ _SDK_RETRIES_GAP: Gap = {
 def build_rollout(native: QwenNative, harness: str) -> Rollout:
     session = native.session_id or "qwen-session"
     walk = _Walk(RolloutBuilder(harness, native.version), session)
-    if native.sdk_retries != 0:
-        walk.b.gaps.append(_SDK_RETRIES_GAP)
     walk.b.gaps += [gap(code, detail) for code, detail in native.problems]
     for record in native.records:
         walk.record(record)
     walk.finish()
     b = walk.b
+    # Qwen's Responses generator streams through a fetch of its own; the SDK client that retries out of sight
+    # serves its Chat and Anthropic generators.
+    if native.sdk_retries != 0 and any(c["protocol"] != "responses" for c in b.calls):
+        b.gaps.append(_SDK_RETRIES_GAP)
     b.gaps = unique_gaps([*_ALWAYS_GAPS, *b.gaps])
     b.invocation(session, walk.conversation, token_totals=_totals(native.result))
     return b.build(
