@@ -36,6 +36,7 @@ PACKAGES: dict[str, Package] = {
     "nooa": Package("pypi", "nooa", "/opt/nooa"),
     "terminus-2": Package("pypi", "terminus-ai", "/opt/terminus"),
     "stirrup": Package("pypi", "stirrup", "/opt/stirrup"),
+    "crewai": Package("pypi", "crewai", "/opt/crewai"),
     "scicode": Package("pypi", "nvidia-scicode", "/opt/scicode"),
 }
 # Images whose harness is code in the image folder itself (no registry release): a source is a whole image folder.
@@ -47,7 +48,8 @@ def package_of(image: str) -> Package | None:
 
 
 def _pin_line(name: str) -> re.Pattern[str]:
-    return re.compile(rf"^\s*{re.escape(name)}\s*==\s*([^\s;#]+)", re.IGNORECASE | re.MULTILINE)
+    # `NAME==V` or, with extras, `NAME[extra,...]==V` (crewai[anthropic]).
+    return re.compile(rf"^\s*{re.escape(name)}(?:\[[^\]\n]*\])?\s*==\s*([^\s;#]+)", re.IGNORECASE | re.MULTILINE)
 
 
 def pinned_version(folder: Path, pkg: Package) -> str | None:
