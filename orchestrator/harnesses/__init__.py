@@ -61,6 +61,7 @@ HARNESSES: dict[str, str] = {
     "nooa": "orchestrator.harnesses.nooa:NooaHarness",
     "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
     "qwen-code": "orchestrator.harnesses.qwen_code:QwenCodeHarness",
+    "crewai": "orchestrator.harnesses.crewai:CrewAIHarness",
     "atif": "orchestrator.harnesses.atif:AtifHarness",
 }
 # Harnesses whose image is a run's option (-a image=...), not images/<name>: CI cannot probe them unconfigured.
