@@ -27,7 +27,19 @@ from orchestrator.verdict import collect_evidence, read_rollout
 from tests.unit.checks.conftest import FIXTURES, Episode, load_episode
 from tests.unit.harnesses import captured
 
-NATIVE = ("claude-code", "codex", "hermes", "nooa", "opencode", "pi", "qwen-code", "scicode", "stirrup", "terminus-2")
+NATIVE = (
+    "claude-code",
+    "codex",
+    "crewai",
+    "hermes",
+    "nooa",
+    "opencode",
+    "pi",
+    "qwen-code",
+    "scicode",
+    "stirrup",
+    "terminus-2",
+)
 
 
 def _episodes() -> list[str]:
