@@ -8,7 +8,7 @@ from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
 
-__all__ = ["read_jsonl", "session_file", "stream_session"]
+__all__ = ["read_jsonl", "read_stream", "session_file", "stream_session"]
 
 
 def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -65,3 +65,12 @@ def session_file(candidates: list[Path], session: str | None, what: str) -> Path
         return candidates[0]
     names = ", ".join(p.name for p in candidates)
     raise NormalizeError(f"several {what} ({names}) and no stream-json naming this run's session")
+
+
+def read_stream(native_dir: Path, rel: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The stream-json stdout our launch saved at native/<rel>, or none with `native.stream_missing` named."""
+    path = native_dir / rel
+    if path.is_file():
+        return read_jsonl(path, "stream", problems)
+    problems.append(("native.stream_missing", f"{rel} (stdout stream-json) was not collected"))
+    return []

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
-from orchestrator.harnesses.jsonl import read_jsonl, session_file, stream_session
+from orchestrator.harnesses.jsonl import read_jsonl, read_stream, session_file, stream_session
 
 __all__ = ["CONFIG_NAME", "PROBE_NAME", "STREAM_NAME", "NativeLog", "Transcript", "read_native"]
 
@@ -57,12 +57,7 @@ class NativeLog:
 def read_native(native_dir: Path) -> NativeLog:
     """native/ -> NativeLog; NormalizeError when there is no usable session transcript at all."""
     problems: list[tuple[str, str]] = []
-    stream_path = native_dir / PROBE_NAME / STREAM_NAME
-    stream: list[dict[str, Any]] = []
-    if stream_path.is_file():
-        stream = read_jsonl(stream_path, "stream", problems)
-    else:
-        problems.append(("native.stream_missing", f"{PROBE_NAME}/{STREAM_NAME} (stdout stream-json) was not collected"))
+    stream = read_stream(native_dir, f"{PROBE_NAME}/{STREAM_NAME}", problems)
     projects = native_dir / CONFIG_NAME / "projects"
     candidates = sorted(projects.glob("*/*.jsonl")) if projects.is_dir() else []
     if not candidates:

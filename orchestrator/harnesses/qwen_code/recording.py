@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
-from orchestrator.harnesses.jsonl import read_jsonl, session_file, stream_session
+from orchestrator.harnesses.jsonl import read_jsonl, read_stream, session_file, stream_session
 from orchestrator.harnesses.values import integer, nonempty
 
 __all__ = ["PROBE_NAME", "QWEN_DIR", "STREAM_NAME", "QwenNative", "read_native"]
@@ -46,12 +46,7 @@ class QwenNative:
 def read_native(native_dir: Path) -> QwenNative:
     """native/ -> QwenNative; NormalizeError when there is no chat recording with a readable record."""
     problems: list[tuple[str, str]] = []
-    stream_path = native_dir / PROBE_NAME / STREAM_NAME
-    stream: list[dict[str, Any]] = []
-    if stream_path.is_file():
-        stream = read_jsonl(stream_path, "stream", problems)
-    else:
-        problems.append(("native.stream_missing", f"{PROBE_NAME}/{STREAM_NAME} (stdout stream-json) was not collected"))
+    stream = read_stream(native_dir, f"{PROBE_NAME}/{STREAM_NAME}", problems)
     projects = native_dir / QWEN_DIR / "projects"
     candidates = sorted(projects.glob("*/chats/*.jsonl")) if projects.is_dir() else []
     if not candidates:
