@@ -34,7 +34,6 @@ from orchestrator.records import (
 
 __all__ = ["build_rollout"]
 
-# One crew, one agent, one task: CrewAI names the crew's run by no id of ours; the invocation is the task's.
 _SDK_RETRIES_GAP: Gap = {
     "code": "model_calls.failed_attempts_unrecorded",
     "detail": "the provider SDK under CrewAI's LLM retries 408/409/429/5xx and connection errors itself (the LLM's "
@@ -95,6 +94,7 @@ def _totals(returned: dict[str, Any] | None) -> TokenStats | None:
 
 
 def _invocation_id(native: CrewNative) -> str:
+    # One crew, one agent, one task: the invocation is the task CrewAI ran, named by its id.
     for e in native.of_type("task_started", "agent_execution_started", "llm_call_started"):
         task = nonempty(e.get("task_id"))
         if task:
