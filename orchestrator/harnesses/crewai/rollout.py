@@ -169,12 +169,15 @@ def _conversation(native: CrewNative, b: RolloutBuilder) -> list[Message]:
         started = native.of_type("llm_call_started")
         raw = started[-1].get("messages") if started else None
         messages = unrepr(raw) if isinstance(raw, list) else []
-        b.gap(
-            "history.from_last_request",
-            "kickoff returned no task output: the history is the messages CrewAI reported sending with its last "
-            "LLM call, so the reply to that call and anything after it are not in it",
-            ["E4"],
-        )
+        ends = native.of_type("llm_call_completed", "llm_call_failed")
+        # When that call failed, nothing came after it: the history it sent is the whole of it.
+        if not (started and ends and ends[-1].get("type") == "llm_call_failed"):
+            b.gap(
+                "history.from_last_request",
+                "kickoff returned no task output: the history is the messages CrewAI reported sending with its "
+                "last LLM call, so the reply to that call and anything after it are not in it",
+                ["E4"],
+            )
     return [m for m in (_message(x) for x in messages) if m is not None]
 
 
