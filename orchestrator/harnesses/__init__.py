@@ -61,6 +61,8 @@ HARNESSES: dict[str, str] = {
     "nooa": "orchestrator.harnesses.nooa:NooaHarness",
     "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
     "copilot": "orchestrator.harnesses.copilot:CopilotHarness",
+    "qwen-code": "orchestrator.harnesses.qwen_code:QwenCodeHarness",
+    "crewai": "orchestrator.harnesses.crewai:CrewAIHarness",
     "atif": "orchestrator.harnesses.atif:AtifHarness",
     "cline": "orchestrator.harnesses.cline:ClineHarness",
     "openclaw": "orchestrator.harnesses.openclaw:OpenClawHarness",

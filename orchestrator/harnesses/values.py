@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["count", "epoch_iso", "integer", "iso", "nonempty", "string"]
+__all__ = ["count", "epoch_iso", "integer", "iso", "moment", "nonempty", "string"]
 
 
 def string(value: Any) -> str | None:
@@ -25,6 +25,17 @@ def integer(value: Any) -> int | None:
 def count(value: Any) -> int | None:
     """A count: a non-negative int. One the harness did not give stays unknown, never 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def moment(value: Any) -> datetime | None:
+    """An ISO 8601 time a harness wrote (`2026-12-06T02:30:29.952Z`), when it names its zone; anything else is none."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
 
 
 def iso(moment: datetime | None) -> str | None:

@@ -33,11 +33,13 @@ PACKAGES: dict[str, Package] = {
     "cline": Package("npm", "cline", "/opt/cline"),
     "copilot": Package("npm", "@github/copilot", "/opt/copilot"),
     "openclaw": Package("npm", "openclaw", "/opt/openclaw"),
+    "qwen-code": Package("npm", "@qwen-code/qwen-code", "/opt/qwen-code"),
     "hermes": Package("pypi", "hermes-agent", "/opt/hermes"),
     "mini-swe-agent": Package("pypi", "mini-swe-agent", "/opt/mini-swe-agent"),
     "nooa": Package("pypi", "nooa", "/opt/nooa"),
     "terminus-2": Package("pypi", "terminus-ai", "/opt/terminus"),
     "stirrup": Package("pypi", "stirrup", "/opt/stirrup"),
+    "crewai": Package("pypi", "crewai", "/opt/crewai"),
     "scicode": Package("pypi", "nvidia-scicode", "/opt/scicode"),
 }
 # Images whose harness is code in the image folder itself (no registry release): a source is a whole image folder.
@@ -49,7 +51,8 @@ def package_of(image: str) -> Package | None:
 
 
 def _pin_line(name: str) -> re.Pattern[str]:
-    return re.compile(rf"^\s*{re.escape(name)}\s*==\s*([^\s;#]+)", re.IGNORECASE | re.MULTILINE)
+    # `NAME==V` or, with extras, `NAME[extra,...]==V` (crewai[anthropic]).
+    return re.compile(rf"^\s*{re.escape(name)}(?:\[[^\]\n]*\])?\s*==\s*([^\s;#]+)", re.IGNORECASE | re.MULTILINE)
 
 
 def pinned_version(folder: Path, pkg: Package) -> str | None:

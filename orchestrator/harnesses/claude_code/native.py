@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.jsonl import read_jsonl, read_stream, session_file, stream_session
 
 __all__ = ["CONFIG_NAME", "PROBE_NAME", "STREAM_NAME", "NativeLog", "Transcript", "read_native"]
 
@@ -57,77 +57,20 @@ class NativeLog:
 def read_native(native_dir: Path) -> NativeLog:
     """native/ -> NativeLog; NormalizeError when there is no usable session transcript at all."""
     problems: list[tuple[str, str]] = []
-    stream_path = native_dir / PROBE_NAME / STREAM_NAME
-    stream: list[dict[str, Any]] = []
-    if stream_path.is_file():
-        stream = _read_jsonl(stream_path, "stream", problems)
-    else:
-        problems.append(("native.stream_missing", f"{PROBE_NAME}/{STREAM_NAME} (stdout stream-json) was not collected"))
+    stream = read_stream(native_dir, f"{PROBE_NAME}/{STREAM_NAME}", problems)
     projects = native_dir / CONFIG_NAME / "projects"
     candidates = sorted(projects.glob("*/*.jsonl")) if projects.is_dir() else []
     if not candidates:
         raise NormalizeError(f"Claude Code wrote no session transcript ({CONFIG_NAME}/projects/<cwd>/<session>.jsonl)")
-    main_path = _main_transcript(candidates, _stream_session(stream))
-    main = Transcript(main_path, _read_jsonl(main_path, "transcript", problems))
+    main_path = session_file(candidates, stream_session(stream), "session transcripts")
+    main = Transcript(main_path, read_jsonl(main_path, "transcript", problems))
     if not main.entries:
         raise NormalizeError(f"the session transcript {main_path.name} holds no readable record")
     for other in candidates:
         if other != main_path:
             problems.append(("native.other_session_ignored", f"transcript {other.name} is not this run's session"))
     subagents = [
-        Transcript(p, _read_jsonl(p, "sub-agent transcript", problems), agent_id=p.stem.removeprefix("agent-"))
+        Transcript(p, read_jsonl(p, "sub-agent transcript", problems), agent_id=p.stem.removeprefix("agent-"))
         for p in sorted((main_path.parent / main_path.stem / "subagents").glob("*.jsonl"))
     ]
     return NativeLog(main, subagents, stream, problems)
-
-
-def _stream_session(stream: list[dict[str, Any]]) -> str | None:
-    for e in stream:
-        sid = e.get("session_id")
-        if isinstance(sid, str) and sid:
-            return sid
-    return None
-
-
-def _main_transcript(candidates: list[Path], session: str | None) -> Path:
-    # The stream names the session it ran; without it, only an unambiguous single transcript will do.
-    if session is not None:
-        for p in candidates:
-            if p.stem == session:
-                return p
-    if len(candidates) == 1:
-        return candidates[0]
-    names = ", ".join(p.name for p in candidates)
-    raise NormalizeError(f"several session transcripts ({names}) and no stream-json naming this run's session")
-
-
-def _read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """Every JSON object line; a cut-off last line or a corrupt line is skipped and named, never fatal."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise NormalizeError(f"{what} {path.name} cannot be read: {exc}") from None
-    text = raw.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    entries: list[dict[str, Any]] = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            # Claude Code appends whole lines, each ending in a newline: an unterminated last line was cut off.
-            if n == len(lines):
-                problems.append((f"native.{_code(what)}_truncated", f"{path.name}: last line cut off ({exc.msg})"))
-            else:
-                problems.append((f"native.{_code(what)}_corrupt_line", f"{path.name} line {n}: not JSON ({exc.msg})"))
-            continue
-        if not isinstance(value, dict):
-            problems.append((f"native.{_code(what)}_corrupt_line", f"{path.name} line {n}: not a JSON object"))
-            continue
-        entries.append(value)
-    return entries
-
-
-def _code(what: str) -> str:
-    return what.replace("-", "_").replace(" ", "_")

@@ -6,6 +6,7 @@ import re
 from datetime import datetime
 from typing import Any, cast
 
+from orchestrator.harnesses.errors_text import transport_category
 from orchestrator.harnesses.values import epoch_iso, integer, string
 from orchestrator.records import ModelCall, TokenStats, token_stats
 
@@ -22,11 +23,6 @@ FINISH_REASONS = {
 }
 FAILED = ("error", "aborted")  # stop reasons of an attempt that did not end in a reply
 _STATUS = re.compile(r"^\s*(\d{3})\b")  # the provider SDKs' APIError message starts with the HTTP status
-_CATEGORIES = (
-    (re.compile(r"timed? ?out|timeout", re.I), "timeout"),
-    (re.compile(r"terminated|other side closed|ended without|premature close|socket hang up", re.I), "stream_cut"),
-    (re.compile(r"connect|fetch failed|network|ECONNRESET|EPIPE", re.I), "connection"),
-)
 _USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 
@@ -70,10 +66,7 @@ def category(status: int | None, error: str | None, stop: Any) -> str:
         return f"http_{status}"
     if stop == "aborted":
         return "aborted"
-    for pattern, name in _CATEGORIES:
-        if pattern.search(error or ""):
-            return name
-    return "error"
+    return transport_category(error) or "error"
 
 
 def _tokens(protocol: str, usage: Any) -> TokenStats:

@@ -39,6 +39,10 @@ def test_repin_changes_only_the_package_line() -> None:
     text = "# c\nmini-swe-agent==2.4.6\nlitellm==1.110.2\n"
     out = repin_requirements(text, PACKAGES["mini-swe-agent"], "2.4.5")
     assert out == "# c\nmini-swe-agent==2.4.5\nlitellm==1.110.2\n"
+    # A pin with extras is the package's pin too (CrewAI's image installs crewai[anthropic]).
+    assert repin_requirements("crewai[anthropic]==1.15.30\n", PACKAGES["crewai"], "1.15.29") == (
+        "crewai[anthropic]==1.15.29\n"
+    )
 
 
 @pytest.mark.parametrize("bad", ["", "1 2", "../x", "0.7;rm -rf", "-1"])

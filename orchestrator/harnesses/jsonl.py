@@ -1,0 +1,76 @@
+"""Reads a JSONL file a harness appended line by line: every object line kept, a corrupt or cut-off line named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from orchestrator.harnesses.base import NormalizeError
+
+__all__ = ["read_jsonl", "read_stream", "session_file", "stream_session"]
+
+
+def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Every JSON object line; a cut-off last line or a corrupt line is skipped and named in `problems` as
+    (gap code, detail), never fatal. `what` names the file in the codes (`native.<what>_truncated`)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise NormalizeError(f"{what} {path.name} cannot be read: {exc}") from None
+    text = raw.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    entries: list[dict[str, Any]] = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            # Harnesses append whole lines, each ending in a newline: an unterminated last line was cut off.
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+            if n == len(lines):
+                problems.append((f"native.{_code(what)}_truncated", f"{path.name}: last line cut off ({msg})"))
+            else:
+                problems.append((f"native.{_code(what)}_corrupt_line", f"{path.name} line {n}: not JSON ({msg})"))
+            continue
+        if not isinstance(value, dict):
+            problems.append((f"native.{_code(what)}_corrupt_line", f"{path.name} line {n}: not a JSON object"))
+            continue
+        entries.append(value)
+    return entries
+
+
+def _code(what: str) -> str:
+    return what.replace("-", "_").replace(" ", "_")
+
+
+def stream_session(stream: list[dict[str, Any]]) -> str | None:
+    """The session id a stream-json stdout names (its first `session_id`), or None."""
+    for e in stream:
+        sid = e.get("session_id")
+        if isinstance(sid, str) and sid:
+            return sid
+    return None
+
+
+def session_file(candidates: list[Path], session: str | None, what: str) -> Path:
+    """The file of this run's session among `candidates` (named `<session>.jsonl`): the one the stream names, else
+    the only one; NormalizeError when several remain and nothing tells them apart."""
+    if session is not None:
+        for p in candidates:
+            if p.stem == session:
+                return p
+    if len(candidates) == 1:
+        return candidates[0]
+    names = ", ".join(p.name for p in candidates)
+    raise NormalizeError(f"several {what} ({names}) and no stream-json naming this run's session")
+
+
+def read_stream(native_dir: Path, rel: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The stream-json stdout our launch saved at native/<rel>, or none with `native.stream_missing` named."""
+    path = native_dir / rel
+    if path.is_file():
+        return read_jsonl(path, "stream", problems)
+    problems.append(("native.stream_missing", f"{rel} (stdout stream-json) was not collected"))
+    return []
