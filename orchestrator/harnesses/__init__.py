@@ -61,6 +61,7 @@ HARNESSES: dict[str, str] = {
     "nooa": "orchestrator.harnesses.nooa:NooaHarness",
     "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
     "atif": "orchestrator.harnesses.atif:AtifHarness",
+    "kilo": "orchestrator.harnesses.kilo:KiloHarness",
 }
 # Harnesses whose image is a run's option (-a image=...), not images/<name>: CI cannot probe them unconfigured.
 IMAGE_FROM_OPTIONS = frozenset({"atif"})
