@@ -20,7 +20,7 @@ __all__ = ["QUERY_SECONDS", "readonly_copy"]
 QUERY_SECONDS = 30.0  # everything a normalizer asks of one store; real ones answer in milliseconds
 _MAX_VALUE_BYTES = 64 * 1024 * 1024
 _PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
-_REFUSED_INDEX = re.compile(r"malformed database schema \((.+?)\) - unsafe use of ")
+_REFUSED = re.compile(r"malformed database schema \((.+?)\) - unsafe use of ")
 _UNUSED_PAGE = re.compile(r"Page \d+ is never used")
 
 
@@ -69,7 +69,7 @@ def _strip_refused_indexes(copy: Path, deadline: float) -> list[str]:
     and the rest of the schema is still loaded with trusted_schema off.
     """
     stripped: list[str] = []
-    with closing(sqlite3.connect(copy)) as conn:
+    with closing(sqlite3.connect(copy.as_uri() + "?mode=rw", uri=True)) as conn:
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
         while True:
@@ -77,15 +77,18 @@ def _strip_refused_indexes(copy: Path, deadline: float) -> list[str]:
                 conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
                 return stripped
             except sqlite3.DatabaseError as exc:
-                refused = _REFUSED_INDEX.search(str(exc))
-                if refused is None or refused.group(1) in stripped:
+                refused = _REFUSED.search(str(exc))
+                if refused is None:
                     raise
-                stripped.append(refused.group(1))
-            # Writable schema: the refused entry is deleted as a row, without loading (or running) its expression.
-            conn.execute("PRAGMA writable_schema = ON")
-            conn.execute("DELETE FROM sqlite_schema WHERE type = 'index' AND name = ?", (stripped[-1],))
-            conn.commit()
-            conn.execute("PRAGMA writable_schema = RESET")
+                # Writable schema: the refused entry is deleted as a row, never loaded (or run). A table, view or
+                # trigger SQLite refuses is not deleted: the error stands.
+                conn.execute("PRAGMA writable_schema = ON")
+                gone = conn.execute("DELETE FROM sqlite_schema WHERE type = 'index' AND name = ?", (refused[1],))
+                if gone.rowcount != 1:
+                    raise
+                conn.commit()
+                conn.execute("PRAGMA writable_schema = RESET")
+                stripped.append(refused[1])
 
 
 def _only_unused_pages(verdict: list[str]) -> bool:
