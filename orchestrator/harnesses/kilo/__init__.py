@@ -59,6 +59,9 @@ class KiloHarness(Harness):
             **XDG,
             # One process: no background daemon that would outlive the run or serve another.
             "KILO_NO_DAEMON": "1",
+            # The store is kilo.db whatever release channel the build names (else kilo-<channel>.db). Its on-disk
+            # store is what is collected: KILO_DB=:memory: would leave none.
+            "KILO_DISABLE_CHANNEL_DB": "1",
             # No PostHog telemetry (anything but `all` turns it off), catalogue fetch (models.dev), update check,
             # bundled plugins, LSP downloads, .claude reading, sharing, session upload or presence: each would be
             # traffic the scripted provider does not answer, or behaviour it did not script.

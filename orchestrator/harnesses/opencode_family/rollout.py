@@ -185,14 +185,20 @@ def _snake(name: Any) -> str:
     return _CAMEL.sub("_", name).lower() if isinstance(name, str) and name else "error"
 
 
-def _finished_parts(m: Message) -> list[Part]:
-    """The parts of replies OpenCode received whole; those of a stream cut midway were never acted on."""
-    return [p for seg in segments(m) if seg.finish is not None for p in seg.parts]
+def _acted_parts(m: Message) -> list[Part]:
+    """The parts of replies the harness received whole; of a reply whose end it never recorded, only the tool calls
+    it records as completed: those ran, and their results went back to the model (Kilo retries a reset stream in
+    the same message and writes no step-finish for the retry). The rest of a stream cut midway was never acted on."""
+    return [p for seg in segments(m) for p in seg.parts if seg.finish is not None or _ran(p)]
+
+
+def _ran(p: Part) -> bool:
+    return p.type == "tool" and obj(p.data.get("state")).get("status") == "completed"
 
 
 def _tool_calls(s: Session, m: Message, step: int, gaps: list[Gap]) -> list[ToolRecord]:
     out: list[ToolRecord] = []
-    for p in _finished_parts(m):
+    for p in _acted_parts(m):
         if p.type != "tool" or not isinstance(p.data.get("callID"), str):
             continue
         state = obj(p.data.get("state"))
@@ -236,7 +242,7 @@ def _conversation(s: Session) -> list[records.Message]:
             continue
         if m.role != "assistant":
             continue
-        parts = _finished_parts(m)
+        parts = _acted_parts(m)
         text = "".join(p.data["text"] for p in parts if p.type == "text" and isinstance(p.data.get("text"), str))
         tools = [p for p in parts if p.type == "tool" and isinstance(p.data.get("callID"), str)]
         if not text and not tools:
@@ -276,7 +282,7 @@ def _outcome(root: Session | None) -> Outcome:
         status = _status(error)
         kind = f"http_{status}" if status else _snake(error.get("name"))
         return outcome("error", failure_kind=kind, failure_reason=string(data.get("message")))
-    parts = _finished_parts(last)
+    parts = _acted_parts(last)
     text = "".join(p.data["text"] for p in parts if p.type == "text" and isinstance(p.data.get("text"), str))
     if last.data.get("finish") not in (None, "tool-calls") and text:
         return outcome("completed", final_answer=text)
