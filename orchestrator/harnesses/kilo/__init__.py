@@ -11,7 +11,7 @@ from orchestrator.harnesses.opencode_family.launch import PACKAGES, PROVIDER, co
 from orchestrator.harnesses.opencode_family.rollout import build_rollout
 from orchestrator.harnesses.opencode_family.store import Layout, read_native
 from orchestrator.harnesses.options import Choice
-from orchestrator.records import Rollout
+from orchestrator.records import Rollout, gap
 from orchestrator.scenarios import Scenario
 
 __all__ = ["CONFIG", "DATA_DIR", "PROBE_DIR", "KiloHarness"]
@@ -81,7 +81,15 @@ class KiloHarness(Harness):
         return Launch(command=script(run, PROBE_DIR), environment=env, files={CONFIG: file.encode()})
 
     def normalize(self, native_dir: Path) -> Rollout:
-        return build_rollout(read_native(native_dir, LAYOUT), LAYOUT, self.protocol)
+        rollout = build_rollout(read_native(native_dir, LAYOUT), LAYOUT, self.protocol)
+        rollout["gaps"].append(
+            gap(
+                "model_calls.protocol_configured",
+                f"Kilo records the provider's id (probe), never its package or API: protocol is the one the run "
+                f"configured ({PACKAGES[self.protocol]}, -a protocol={self.protocol})",
+            )
+        )
+        return rollout
 
     def parse_version(self, output: str) -> str:
         found = _VERSION.findall(output)
