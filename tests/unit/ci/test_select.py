@@ -31,6 +31,11 @@ TABLE: list[tuple[str, list[str], list[str]]] = [
     ),
     ("reference adapter", ["orchestrator/harnesses/reference.py"], ["reference"]),
     ("the store OpenCode and Kilo share", ["orchestrator/harnesses/opencode_family/calls.py"], ["kilo", "opencode"]),
+    (
+        "Kilo's own files",
+        ["orchestrator/harnesses/kilo/__init__.py", "images/kilo/package-lock.json", "tests/fixtures/native/kilo/x"],
+        ["kilo"],
+    ),
     ("image folder", ["images/pi/package-lock.json"], ["pi"]),
     ("image lock file of one harness", ["images/hermes/requirements.lock"], ["hermes"]),
     ("fixtures", ["tests/fixtures/native/codex/retry_429/scenario.json"], ["codex"]),
