@@ -106,7 +106,7 @@ def test_corruption_beside_a_refused_index_is_still_corruption(tmp_path: Path) -
     data = bytearray(db.read_bytes())
     data[36:40] = (3).to_bytes(4, "big")  # the header's count of free pages: there are none
     db.write_bytes(bytes(data))
-    with pytest.raises(NormalizeError, match="(?s)corrupt: .*freelist"), readonly_copy(tmp_path, "s.db", ("part",)):
+    with pytest.raises(NormalizeError, match=r"(?s)corrupt: .*freelist"), readonly_copy(tmp_path, "s.db", ("part",)):
         pass
 
 
