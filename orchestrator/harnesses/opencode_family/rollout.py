@@ -187,13 +187,19 @@ def _snake(name: Any) -> str:
 
 def _acted_parts(m: Message) -> list[Part]:
     """The parts of replies the harness received whole; of a reply whose end it never recorded, only the tool calls
-    it records as completed: those ran, and their results went back to the model (Kilo retries a reset stream in
-    the same message and writes no step-finish for the retry). The rest of a stream cut midway was never acted on."""
+    it records as completed with an exit code: those ran, and their results went back to the model (Kilo retries a
+    reset stream in the same message and writes no step-finish for the retry). The rest of a stream cut midway was
+    never acted on, and a call aborted with it (completed, "User aborted the command", no exit code) never ran."""
     return [p for seg in segments(m) for p in seg.parts if seg.finish is not None or _ran(p)]
 
 
 def _ran(p: Part) -> bool:
-    return p.type == "tool" and obj(p.data.get("state")).get("status") == "completed"
+    state = obj(p.data.get("state"))
+    return (
+        p.type == "tool"
+        and state.get("status") == "completed"
+        and integer(obj(state.get("metadata")).get("exit")) is not None
+    )
 
 
 def _tool_calls(s: Session, m: Message, step: int, gaps: list[Gap]) -> list[ToolRecord]:

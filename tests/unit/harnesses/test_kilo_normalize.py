@@ -108,14 +108,28 @@ def test_a_retried_reply_whose_end_kilo_never_wrote_keeps_the_call_that_ran(tmp_
     assert inv["conversation"][1]["tool_calls"][0]["tool_call_id"] == ran
 
 
-@pytest.mark.parametrize("status", ["running", "error", "pending"])
-def test_an_unfinished_reply_s_call_that_is_not_recorded_completed_is_no_tool_record(
-    tmp_path: Path, status: str
-) -> None:
+def _aborted(state: dict[str, Any]) -> None:
+    # What Kilo wrote for a call whose stream was aborted under it (seen on a real Responses run): "completed", the
+    # abort as output, no exit code. The command never ran (its marker was missing).
+    state["output"] = "(no output)\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>"
+    state["metadata"]["exit"] = None
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda state: state.update(status="running"),
+        lambda state: state.update(status="error"),
+        lambda state: state.update(status="pending"),
+        _aborted,
+    ],
+    ids=["running", "error", "pending", "completed_without_exit_code"],
+)
+def test_an_unfinished_reply_s_call_that_is_not_recorded_as_run_is_no_tool_record(tmp_path: Path, mangle: Any) -> None:
     paths = materialize("stream_cut", tmp_path / "ep")
     ran = [e["tool_call_id"] for e in captured.witness(paths) if e["event"] == "tool_call"][1]
     part_id, data = tool_part(paths, ran)
-    data["state"]["status"] = status
+    mangle(data["state"])
     edit_part(paths, part_id, data)
     rollout = normalize(paths.native)
     assert ran not in {t["tool_call_id"] for t in rollout["tool_calls"]}
