@@ -92,8 +92,8 @@ def test_the_protocol_is_the_configured_one_and_so_is_the_finish_vocabulary(tmp_
 
 
 def test_a_retried_reply_whose_end_kilo_never_wrote_keeps_the_call_that_ran(tmp_path: Path) -> None:
-    # The stream is reset; Kilo goes "offline", retries in the same message, runs the retry's tool call and sends
-    # its result, but writes no step-finish (no end, no usage) for the retried reply.
+    # The stream is reset; Kilo goes "offline" and retries in the same message. On that (loaded) run the retried
+    # stream was aborted after its tool call had run: Kilo sent the call's result on, but wrote no step-finish.
     paths = materialize("stream_cut", tmp_path / "ep")
     events = captured.witness(paths)
     aborted, ran, *_ = [e["tool_call_id"] for e in events if e["event"] == "tool_call"]
