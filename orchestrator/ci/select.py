@@ -26,8 +26,14 @@ _OWN = (
     "docs/results/{h}.md",
     "docs/results/runs/{h}/*",
 )
-# The control harness also owns its agent's unit tests and the integration tests that drive it.
-_OWN_EXTRA = {"reference": ("tests/unit/reference_agent/*", "tests/integration/*")}
+# The control harness also owns its agent's unit tests and the integration tests that drive it. OpenCode and its
+# fork Kilo own the one reader of the store they share.
+_OPENCODE_FAMILY = ("orchestrator/harnesses/opencode_family/*",)
+_OWN_EXTRA = {
+    "reference": ("tests/unit/reference_agent/*", "tests/integration/*"),
+    "opencode": _OPENCODE_FAMILY,
+    "kilo": _OPENCODE_FAMILY,
+}
 # Changes that can move no verdict. Everything not matched here or above selects every harness: an
 # unknown path is shared code until shown otherwise, so nothing is skipped by omission.
 _DOCS = ("docs/*", "*.md", "LICENSE", "LICENSE.*", ".gitignore", ".gitattributes", "*.png", "*.svg")

@@ -66,6 +66,7 @@ HARNESSES: dict[str, str] = {
     "atif": "orchestrator.harnesses.atif:AtifHarness",
     "cline": "orchestrator.harnesses.cline:ClineHarness",
     "openclaw": "orchestrator.harnesses.openclaw:OpenClawHarness",
+    "kilo": "orchestrator.harnesses.kilo:KiloHarness",
 }
 # Harnesses whose image is a run's option (-a image=...), not images/<name>: CI cannot probe them unconfigured.
 IMAGE_FROM_OPTIONS = frozenset({"atif"})

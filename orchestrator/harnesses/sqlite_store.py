@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import stat
@@ -19,6 +20,8 @@ __all__ = ["QUERY_SECONDS", "readonly_copy"]
 QUERY_SECONDS = 30.0  # everything a normalizer asks of one store; real ones answer in milliseconds
 _MAX_VALUE_BYTES = 64 * 1024 * 1024
 _PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
+_REFUSED = re.compile(r"malformed database schema \((.+?)\) - unsafe use of ")
+_UNUSED_PAGE = re.compile(r"Page \d+ is never used")
 
 
 @contextmanager
@@ -37,6 +40,7 @@ def readonly_copy(
         uri = (Path(tmp) / db_name).as_uri() + "?mode=ro"
         deadline = time.monotonic() + seconds
         try:
+            stripped = _strip_refused_indexes(Path(tmp) / db_name, deadline)
             with closing(sqlite3.connect(uri, uri=True)) as conn:
                 # Read-only: triggers cannot fire. Views and generated columns may only call harmless functions.
                 conn.execute("PRAGMA trusted_schema = OFF")
@@ -44,7 +48,7 @@ def readonly_copy(
                 conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
                 conn.row_factory = sqlite3.Row
                 verdict = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
-                if verdict != ["ok"]:
+                if verdict != ["ok"] and not (stripped and _only_unused_pages(verdict)):
                     raise NormalizeError(f"{db_name} is corrupt: {'; '.join(verdict[:3])}")
                 _plain_tables(conn, db_name, tables)
                 yield conn
@@ -55,6 +59,42 @@ def readonly_copy(
         except sqlite3.DatabaseError as exc:
             # Truncated files, garbage, or a schema without the tables/columns the normalizer reads.
             raise NormalizeError(f"{db_name} is unreadable: {exc}") from None
+
+
+def _strip_refused_indexes(copy: Path, deadline: float) -> list[str]:
+    """Drop from our copy's schema each index SQLite refuses to load with an untrusted schema; their names.
+
+    Kilo indexes expressions of json_extract(), which SQLite (3.40) does not count as harmless, so the whole schema
+    would be refused. An index is never read by the reader's table scans: leaving it out of the copy loses nothing,
+    and the rest of the schema is still loaded with trusted_schema off.
+    """
+    stripped: list[str] = []
+    with closing(sqlite3.connect(copy.as_uri() + "?mode=rw", uri=True)) as conn:
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
+        while True:
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+                return stripped
+            except sqlite3.DatabaseError as exc:
+                refused = _REFUSED.search(str(exc))
+                if refused is None:
+                    raise
+                # Writable schema: the refused entry is deleted as a row, never loaded (or run). A table, view or
+                # trigger SQLite refuses is not deleted: the error stands.
+                conn.execute("PRAGMA writable_schema = ON")
+                gone = conn.execute("DELETE FROM sqlite_schema WHERE type = 'index' AND name = ?", (refused[1],))
+                if gone.rowcount != 1:
+                    raise
+                conn.commit()
+                conn.execute("PRAGMA writable_schema = RESET")
+                stripped.append(refused[1])
+
+
+def _only_unused_pages(verdict: list[str]) -> bool:
+    """quick_check's verdict on a copy whose refused indexes were dropped: their pages, and nothing else, unused."""
+    lines = [line for r in verdict for line in r.splitlines() if line != "*** in database main ***"]
+    return bool(lines) and all(_UNUSED_PAGE.fullmatch(line) for line in lines)
 
 
 def _copy_regular(src: Path, dest: Path, db_name: str) -> None:

@@ -29,6 +29,7 @@ PACKAGES: dict[str, Package] = {
     "pi": Package("npm", "@mariozechner/pi-coding-agent", "/opt/pi"),
     "codex": Package("npm", "@openai/codex", "/opt/codex"),
     "opencode": Package("npm", "opencode-ai", "/opt/opencode"),
+    "kilo": Package("npm", "@kilocode/cli", "/opt/kilo"),
     "claude-code": Package("npm", "@anthropic-ai/claude-code", "/opt/claude-code"),
     "cline": Package("npm", "cline", "/opt/cline"),
     "copilot": Package("npm", "@github/copilot", "/opt/copilot"),

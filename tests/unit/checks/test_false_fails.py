@@ -35,6 +35,7 @@ NATIVE = (
     "copilot",
     "crewai",
     "hermes",
+    "kilo",
     "nooa",
     "openclaw",
     "opencode",

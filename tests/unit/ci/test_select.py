@@ -17,7 +17,7 @@ from tests.unit.ci.conftest import hp
 REPO_ROOT = checkout_root() or Path(__file__).resolve().parents[3]
 
 ALL = sorted(set(HARNESSES) - IMAGE_FROM_OPTIONS)
-NPM = ["claude-code", "cline", "codex", "copilot", "openclaw", "opencode", "pi", "qwen-code"]
+NPM = ["claude-code", "cline", "codex", "copilot", "kilo", "openclaw", "opencode", "pi", "qwen-code"]
 
 TABLE: list[tuple[str, list[str], list[str]]] = [
     ("nothing changed", [], []),
@@ -30,6 +30,12 @@ TABLE: list[tuple[str, list[str], list[str]]] = [
         ["mini-swe-agent"],
     ),
     ("reference adapter", ["orchestrator/harnesses/reference.py"], ["reference"]),
+    ("the store OpenCode and Kilo share", ["orchestrator/harnesses/opencode_family/calls.py"], ["kilo", "opencode"]),
+    (
+        "Kilo's own files",
+        ["orchestrator/harnesses/kilo/__init__.py", "images/kilo/package-lock.json", "tests/fixtures/native/kilo/x"],
+        ["kilo"],
+    ),
     ("image folder", ["images/pi/package-lock.json"], ["pi"]),
     ("image lock file of one harness", ["images/hermes/requirements.lock"], ["hermes"]),
     ("fixtures", ["tests/fixtures/native/codex/retry_429/scenario.json"], ["codex"]),

@@ -67,6 +67,49 @@ def test_a_fifo_or_link_as_the_database_is_refused(tmp_path: Path) -> None:
             pass
 
 
+_JSON_INDEXES = (
+    "CREATE TABLE part (id TEXT, data TEXT)",
+    "CREATE INDEX part_type_idx ON part (json_extract(data, '$.type'))",
+    "CREATE INDEX part_text_idx ON part (id, json_extract(data, '$.text')) WHERE json_valid(data)",
+    "CREATE INDEX part_id_idx ON part (id)",
+)
+
+
+def _rows(n: int) -> list[str]:
+    return [f'INSERT INTO part VALUES (\'p{i:04}\', \'{{"type": "text", "text": "{"x" * 200}"}}\')' for i in range(n)]
+
+
+def test_indexes_sqlite_refuses_untrusted_are_left_out_of_the_copy_alone(tmp_path: Path) -> None:
+    # Kilo's kilo.db indexes json_extract() expressions: SQLite refuses the whole schema with trusted_schema off.
+    db = _db(tmp_path / "s.db", *_JSON_INDEXES, *_rows(50))
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA trusted_schema = OFF")
+        with pytest.raises(sqlite3.DatabaseError, match="unsafe use of json_extract"):
+            conn.execute("SELECT count(*) FROM part").fetchone()
+    before = db.read_bytes()
+    with readonly_copy(tmp_path, "s.db", ("part",)) as conn:
+        assert conn.execute("SELECT count(*) FROM part").fetchone()[0] == 50
+        indexes = [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")]
+    assert indexes == ["part_id_idx"]
+    assert db.read_bytes() == before  # the evidence is untouched: only our copy lost the indexes
+
+
+def test_a_table_sqlite_refuses_untrusted_stays_refused(tmp_path: Path) -> None:
+    _db(tmp_path / "s.db", "CREATE TABLE part (data TEXT, kind TEXT AS (json_extract(data, '$.type')))")
+    with pytest.raises(NormalizeError, match="unsafe use of json_extract"), readonly_copy(tmp_path, "s.db", ("part",)):
+        pass
+
+
+def test_corruption_beside_a_refused_index_is_still_corruption(tmp_path: Path) -> None:
+    # The copy's quick_check may name the stripped indexes' pages unused; a freelist count that lies is more.
+    db = _db(tmp_path / "s.db", *_JSON_INDEXES, *_rows(200))
+    data = bytearray(db.read_bytes())
+    data[36:40] = (3).to_bytes(4, "big")  # the header's count of free pages: there are none
+    db.write_bytes(bytes(data))
+    with pytest.raises(NormalizeError, match=r"(?s)corrupt: .*freelist"), readonly_copy(tmp_path, "s.db", ("part",)):
+        pass
+
+
 def test_hermes_store_with_a_recursive_view_is_a_named_normalization_error(tmp_path: Path) -> None:
     native = tmp_path / "native"
     _db(native / "state.db", "CREATE TABLE sessions (id TEXT)", f"CREATE VIEW messages AS {ENDLESS}")

@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.checks import Status, run_checks, scope_of
 from orchestrator.harnesses import NormalizeError, get_harness
-from orchestrator.harnesses.opencode.calls import tokens
+from orchestrator.harnesses.opencode_family.calls import tokens
 from orchestrator.paths import EpisodePaths
 from orchestrator.verdict import collect_evidence, normalize_native
 from tests.unit.harnesses import captured

@@ -1,4 +1,5 @@
-"""Reads what OpenCode itself wrote (opencode.db through a read-only copy, and its log) into plain typed records."""
+"""Reads what OpenCode or a fork that kept its store wrote (its SQLite store through a read-only copy, and its log)
+into plain typed records."""
 
 from __future__ import annotations
 
@@ -14,14 +15,24 @@ from orchestrator.harnesses.base import NormalizeError
 from orchestrator.harnesses.sqlite_store import readonly_copy
 from orchestrator.harnesses.values import string
 
-__all__ = ["DB_FILES", "STDERR_LOG", "LogLine", "Message", "OpenCodeNative", "Part", "Session", "read_native"]
+__all__ = ["STDERR_LOG", "Layout", "LogLine", "Message", "OpenCodeNative", "Part", "Session", "read_native"]
 
-DATA = "opencode"  # DATA_DIR as copied into native/
-PROBE = ".opencode-probe"  # PROBE_DIR as copied into native/
 STDERR_LOG = "stderr.log"  # `--print-logs` output: the whole log, where log/*.log loses its last lines
-# The database and its WAL sidecars: OpenCode writes through the WAL, so the last writes may be only there.
-DB_FILES = ("opencode.db", "opencode.db-wal", "opencode.db-shm")
 _LOGFMT = re.compile(r'([\w.]+)=("(?:[^"\\]|\\.)*"|\S*)')
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one harness of the OpenCode family keeps its records, and the names its rollout gives them.
+
+    A fork renames the folders and the database, never the tables, rows or log lines: those are what is shared.
+    """
+
+    harness: str  # the registered name: the rollout's harness name and its extensions key
+    product: str  # the harness as gap details name it
+    data: str  # its data folder ($XDG_DATA_HOME/<data>) as copied into native/
+    probe: str  # our folder of its stdout and stderr, as copied into native/
+    db: str  # its SQLite store in `data`; it writes through the WAL, so the last writes may be only there
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,7 @@ class Message:
 class Session:
     id: str
     parent_id: str | None
-    version: str | None  # the OpenCode version that created the session
+    version: str | None  # the version of the harness that created the session
     messages: list[Message] = field(default_factory=list)
 
 
@@ -76,30 +87,31 @@ class OpenCodeNative:
     problems: list[tuple[str, str]]  # (gap code, detail) for records that were present but unreadable
 
 
-def read_native(native_dir: Path) -> OpenCodeNative:
+def read_native(native_dir: Path, layout: Layout) -> OpenCodeNative:
     """native/ -> sessions with messages and parts, plus request log lines; NormalizeError if the DB is unreadable."""
-    if not (native_dir / DATA / "opencode.db").is_file():
-        raise NormalizeError("OpenCode wrote no database (opencode/opencode.db missing in native/)")
+    data = native_dir / layout.data
+    if not (data / layout.db).is_file():
+        raise NormalizeError(f"{layout.product} wrote no database ({layout.data}/{layout.db} missing in native/)")
     problems: list[tuple[str, str]] = []
-    _check_wal(native_dir / DATA, problems)
-    with readonly_copy(native_dir / DATA, "opencode.db", ("session", "message", "part")) as conn:
+    _check_wal(data, layout.db, problems)
+    with readonly_copy(data, layout.db, ("session", "message", "part")) as conn:
         sessions = _sessions(conn, problems)
-    # The same lines are in both logs; the stderr copy is complete, the file OpenCode keeps is not flushed at exit.
-    printed = native_dir / PROBE / STDERR_LOG
-    logs = [printed] if printed.is_file() else sorted((native_dir / DATA / "log").glob("*.log"))
+    # The same lines are in both logs; the stderr copy is complete, the file the harness keeps is not flushed at exit.
+    printed = native_dir / layout.probe / STDERR_LOG
+    logs = [printed] if printed.is_file() else sorted((data / "log").glob("*.log"))
     return OpenCodeNative(list(sessions.values()), _log(logs, problems), problems)
 
 
-def _check_wal(folder: Path, problems: list[tuple[str, str]]) -> None:
+def _check_wal(folder: Path, db: str, problems: list[tuple[str, str]]) -> None:
     """A WAL cut inside a frame still opens (SQLite keeps its valid frames), but the last writes are gone: named."""
-    wal = folder / "opencode.db-wal"
+    wal = folder / f"{db}-wal"
     if not wal.is_file() or wal.stat().st_size == 0:
         return
-    header = (folder / "opencode.db").read_bytes()[:18]
+    header = (folder / db).read_bytes()[:18]
     size = int.from_bytes(header[16:18], "big") if len(header) == 18 else 0
     page = 65536 if size == 1 else size
     if page and (wal.stat().st_size - 32) % (page + 24):
-        problems.append(("store.wal_truncated", f"opencode.db-wal ends inside a frame ({wal.stat().st_size} bytes)"))
+        problems.append(("store.wal_truncated", f"{wal.name} ends inside a frame ({wal.stat().st_size} bytes)"))
 
 
 def _sessions(conn: sqlite3.Connection, problems: list[tuple[str, str]]) -> dict[str, Session]:

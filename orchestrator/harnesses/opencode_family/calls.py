@@ -1,4 +1,4 @@
-"""The model request attempts of one OpenCode assistant message, from its parts and OpenCode's request log lines."""
+"""The model request attempts of one assistant message of OpenCode or a fork, from its parts and request log lines."""
 
 from __future__ import annotations
 
@@ -6,14 +6,25 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from orchestrator.harnesses.opencode.store import LogLine, Message, Part
+from orchestrator.harnesses.opencode_family.store import LogLine, Message, Part
 from orchestrator.harnesses.values import integer
 from orchestrator.records import TokenStats, token_stats
 
-__all__ = ["Attempt", "attempts_of", "iso_ms", "obj", "segments", "tokens", "wire_finish"]
+__all__ = ["PROTOCOL_NAMES", "Attempt", "attempts_of", "iso_ms", "obj", "segments", "tokens", "wire_finish"]
 
-# The AI SDK's unified finish reasons -> the Chat Completions finish_reason each is made from.
-_FINISH = {"stop": "stop", "tool-calls": "tool_calls", "length": "length", "content-filter": "content_filter"}
+PROTOCOL_NAMES = {"chat": "Chat Completions", "responses": "Responses", "messages": "Anthropic Messages"}
+# The AI SDK's unified finish reasons -> per protocol, the wire value each is made from (its providers' finish
+# reason mappings). A Responses reply ends `completed` whether it calls tools or not.
+_FINISH = {
+    "chat": {"stop": "stop", "tool-calls": "tool_calls", "length": "length", "content-filter": "content_filter"},
+    "responses": {
+        "stop": "completed",
+        "tool-calls": "completed",
+        "length": "incomplete",
+        "content-filter": "incomplete",
+    },
+    "messages": {"stop": "end_turn", "tool-calls": "tool_use", "length": "max_tokens"},
+}
 
 
 @dataclass
@@ -83,8 +94,8 @@ def tokens(raw: Any) -> TokenStats:
     )
 
 
-def wire_finish(reason: Any) -> str | None:
-    return _FINISH.get(reason, reason) if isinstance(reason, str) else None
+def wire_finish(protocol: str, reason: Any) -> str | None:
+    return _FINISH.get(protocol, {}).get(reason, reason) if isinstance(reason, str) else None
 
 
 def iso_ms(value: int | datetime | None) -> str | None:

@@ -1,4 +1,4 @@
-"""Turns OpenCode's sessions, messages, parts and request log lines into a probe-rollout/v1 dict."""
+"""Turns the sessions, messages, parts and request log lines of OpenCode or a fork into a probe-rollout/v1 dict."""
 
 from __future__ import annotations
 
@@ -6,8 +6,17 @@ import re
 from typing import Any, cast
 
 from orchestrator import records
-from orchestrator.harnesses.opencode.calls import Attempt, attempts_of, iso_ms, obj, segments, tokens, wire_finish
-from orchestrator.harnesses.opencode.store import LogLine, Message, OpenCodeNative, Part, Session
+from orchestrator.harnesses.opencode_family.calls import (
+    PROTOCOL_NAMES,
+    Attempt,
+    attempts_of,
+    iso_ms,
+    obj,
+    segments,
+    tokens,
+    wire_finish,
+)
+from orchestrator.harnesses.opencode_family.store import Layout, LogLine, Message, OpenCodeNative, Part, Session
 from orchestrator.harnesses.values import integer, string
 from orchestrator.records import (
     Compaction,
@@ -25,39 +34,46 @@ from orchestrator.records import (
 
 __all__ = ["build_rollout"]
 
-_ALWAYS_GAPS: list[Gap] = [
-    {
-        "code": "model_calls.response_id_unrecorded",
-        "detail": "OpenCode stores no provider response id (message, part and event rows have none); every "
-        "response_id is null",
-        "labels": ["E1"],
-    },
-    {
-        "code": "model_calls.failed_attempts_status_unrecorded",
-        "detail": "a request OpenCode retried leaves no row in opencode.db; its log names each request it sends "
-        "(`stream`) and the error text of HTTP failures (`stream error`), never their status, and loses its last "
-        "lines when OpenCode exits",
-        "labels": ["E1", "E7"],
-    },
-    {
-        "code": "model_calls.status_code_inferred",
-        "detail": "a reply OpenCode stored whole (a step-finish part) is given 200; only a terminal API error keeps "
-        "its statusCode",
-    },
-    {
-        "code": "model_calls.finish_reason_translated",
-        "detail": "OpenCode stores the AI SDK's finish reason (tool-calls, stop); finish_reason is the Chat "
-        "Completions value each is made from",
-    },
-]
+
+def _always_gaps(layout: Layout, protocol: str) -> list[Gap]:
+    name = layout.product
+    return [
+        {
+            "code": "model_calls.response_id_unrecorded",
+            "detail": f"{name} stores no provider response id (message, part and event rows have none); every "
+            "response_id is null",
+            "labels": ["E1"],
+        },
+        {
+            "code": "model_calls.failed_attempts_status_unrecorded",
+            "detail": f"a request {name} retried leaves no row in {layout.db}; its log names each request it sends "
+            f"(`stream`) and the error text of HTTP failures (`stream error`), never their status, and loses its "
+            f"last lines when {name} exits",
+            "labels": ["E1", "E7"],
+        },
+        {
+            "code": "model_calls.status_code_inferred",
+            "detail": f"a reply {name} stored whole (a step-finish part) is given 200; only a terminal API error "
+            "keeps its statusCode",
+        },
+        {
+            "code": "model_calls.finish_reason_translated",
+            "detail": f"{name} stores the AI SDK's finish reason (tool-calls, stop); finish_reason is the "
+            f"{PROTOCOL_NAMES[protocol]} value each is made from",
+        },
+    ]
+
+
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
-def build_rollout(native: OpenCodeNative) -> Rollout:
+def build_rollout(native: OpenCodeNative, layout: Layout, protocol: str = "chat") -> Rollout:
+    """The rollout of one run; `protocol` is the API of the provider package the run configured (the store names
+    none: a session's provider is the config's id, not its package)."""
     ids = {s.id for s in native.sessions}
     roots = [s for s in native.sessions if s.parent_id not in ids]
     root = roots[0] if roots else None
-    b = RolloutBuilder("opencode", root.version if root else None, _ALWAYS_GAPS)
+    b = RolloutBuilder(layout.harness, root.version if root else None, _always_gaps(layout, protocol))
     b.gaps += [gap(c, d) for c, d in native.problems]
     compactions: list[Compaction] = []
     for s in native.sessions:
@@ -66,7 +82,7 @@ def build_rollout(native: OpenCodeNative) -> Rollout:
         n = 0
         waiting: list[Compaction] = []  # compactions recorded before the step they precede
         for m in replies:
-            step_calls = _calls(s, m, native.log)
+            step_calls = _calls(s, m, native.log, protocol)
             step_refs = [b.call(c) for c in step_calls]
             refs += step_refs
             if _is_summary(m):
@@ -88,10 +104,9 @@ def build_rollout(native: OpenCodeNative) -> Rollout:
         _outcome(root),
         rollout_id=root.id if root else None,
         compactions=compactions or None,
-        # OpenCode's log names retried requests apart from its stored steps: each is placed in the step of the next
-        # reply.
+        # The log names retried requests apart from the stored steps: each is placed in the step of the next reply.
         provenance={"retry_placement": "inferred"},
-        extensions={"opencode": {"log_lines": len(native.log), "sessions": [s.id for s in native.sessions]}},
+        extensions={layout.harness: {"log_lines": len(native.log), "sessions": [s.id for s in native.sessions]}},
     )
 
 
@@ -101,7 +116,7 @@ def _is_summary(m: Message) -> bool:
     return m.data.get("summary") is True and m.data.get("mode") == "compaction"
 
 
-def _calls(s: Session, m: Message, log: list[LogLine]) -> list[ModelCall]:
+def _calls(s: Session, m: Message, log: list[LogLine], protocol: str) -> list[ModelCall]:
     attempts = attempts_of(m, log)
     time = obj(m.data.get("time"))
     error = m.data.get("error") if isinstance(m.data.get("error"), dict) else None
@@ -112,7 +127,7 @@ def _calls(s: Session, m: Message, log: list[LogLine]) -> list[ModelCall]:
             "model_call_id": f"{m.id}/{k + 1}",
             "started_at": iso_ms(a.started),
             "completed_at": None,
-            "protocol": "chat",  # @ai-sdk/openai-compatible speaks Chat Completions only
+            "protocol": protocol,
             "status_code": None,
             "response_id": None,
             "finish_reason": None,
@@ -125,7 +140,7 @@ def _calls(s: Session, m: Message, log: list[LogLine]) -> list[ModelCall]:
             record.update(
                 completed_at=iso_ms(finish.created),
                 status_code=200,
-                finish_reason=wire_finish(finish.data.get("reason")),
+                finish_reason=wire_finish(protocol, finish.data.get("reason")),
                 token_stats=tokens(finish.data.get("tokens")),
             )
         elif last and error is not None:
@@ -170,14 +185,26 @@ def _snake(name: Any) -> str:
     return _CAMEL.sub("_", name).lower() if isinstance(name, str) and name else "error"
 
 
-def _finished_parts(m: Message) -> list[Part]:
-    """The parts of replies OpenCode received whole; those of a stream cut midway were never acted on."""
-    return [p for seg in segments(m) if seg.finish is not None for p in seg.parts]
+def _acted_parts(m: Message) -> list[Part]:
+    """The parts of replies the harness received whole; of a reply whose end it never recorded, only the tool calls
+    it records as completed with an exit code: those ran, and their results went back to the model (Kilo retries a
+    reset stream in the same message and writes no step-finish for the retry). The rest of a stream cut midway was
+    never acted on, and a call aborted with it (completed, "User aborted the command", no exit code) never ran."""
+    return [p for seg in segments(m) for p in seg.parts if seg.finish is not None or _ran(p)]
+
+
+def _ran(p: Part) -> bool:
+    state = obj(p.data.get("state"))
+    return (
+        p.type == "tool"
+        and state.get("status") == "completed"
+        and integer(obj(state.get("metadata")).get("exit")) is not None
+    )
 
 
 def _tool_calls(s: Session, m: Message, step: int, gaps: list[Gap]) -> list[ToolRecord]:
     out: list[ToolRecord] = []
-    for p in _finished_parts(m):
+    for p in _acted_parts(m):
         if p.type != "tool" or not isinstance(p.data.get("callID"), str):
             continue
         state = obj(p.data.get("state"))
@@ -221,7 +248,7 @@ def _conversation(s: Session) -> list[records.Message]:
             continue
         if m.role != "assistant":
             continue
-        parts = _finished_parts(m)
+        parts = _acted_parts(m)
         text = "".join(p.data["text"] for p in parts if p.type == "text" and isinstance(p.data.get("text"), str))
         tools = [p for p in parts if p.type == "tool" and isinstance(p.data.get("callID"), str)]
         if not text and not tools:
@@ -261,7 +288,7 @@ def _outcome(root: Session | None) -> Outcome:
         status = _status(error)
         kind = f"http_{status}" if status else _snake(error.get("name"))
         return outcome("error", failure_kind=kind, failure_reason=string(data.get("message")))
-    parts = _finished_parts(last)
+    parts = _acted_parts(last)
     text = "".join(p.data["text"] for p in parts if p.type == "text" and isinstance(p.data.get("text"), str))
     if last.data.get("finish") not in (None, "tool-calls") and text:
         return outcome("completed", final_answer=text)
