@@ -170,3 +170,13 @@ def test_a_very_large_episode_shows_its_first_rows_and_says_how_many_more(tmp_pa
     page = render_episode(ev, result, paths.root)
     assert len([r for r in _parse(page).rows if "call" in r[0].split()]) == 30
     assert "70 more rows are not shown" in page
+
+
+def test_a_gemini_episode_shows_its_protocol_and_the_contents_it_sent(tmp_path: Path) -> None:
+    paths = _episode(tmp_path, "gemini_tool_success")
+    rollout = json.loads(paths.rollout.read_text())
+    ev, result = _judged(paths, rollout)
+    page = render_episode(ev, result, paths.root)
+    assert "gemini POST" in page and ":streamGenerateContent?alt=sse" in page
+    # The last request's history is Gemini's `contents`: the task, then two calls with their results.
+    assert "history sent: 5 message(s)" in page
