@@ -60,6 +60,7 @@ HARNESSES: dict[str, str] = {
     "terminus-2": "orchestrator.harnesses.terminus_2:Terminus2Harness",
     "nooa": "orchestrator.harnesses.nooa:NooaHarness",
     "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
+    "gemini-cli": "orchestrator.harnesses.gemini_cli:GeminiCliHarness",
     "atif": "orchestrator.harnesses.atif:AtifHarness",
 }
 # Harnesses whose image is a run's option (-a image=...), not images/<name>: CI cannot probe them unconfigured.

@@ -27,7 +27,7 @@ from orchestrator.verdict import collect_evidence, read_rollout
 from tests.unit.checks.conftest import FIXTURES, Episode, load_episode
 from tests.unit.harnesses import captured
 
-NATIVE = ("claude-code", "codex", "hermes", "nooa", "opencode", "pi", "scicode", "stirrup", "terminus-2")
+NATIVE = ("claude-code", "codex", "gemini-cli", "hermes", "nooa", "opencode", "pi", "scicode", "stirrup", "terminus-2")
 
 
 def _episodes() -> list[str]:
