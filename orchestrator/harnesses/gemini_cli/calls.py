@@ -4,7 +4,7 @@ keeps, each fact taken from the record that has it and the other record's word o
 from __future__ import annotations
 
 from orchestrator.harnesses.gemini_cli.corroborate import Corroborator
-from orchestrator.harnesses.gemini_cli.records import Reply
+from orchestrator.harnesses.gemini_cli.records import Reply, gemini_tokens
 from orchestrator.harnesses.gemini_cli.telemetry import OtelAttempt
 from orchestrator.records import ModelCall, RolloutBuilder, TokenStats, token_stats
 
@@ -23,13 +23,12 @@ def main_role(a: OtelAttempt) -> bool:
 def otel_tokens(a: OtelAttempt) -> TokenStats:
     """The telemetry's counts of a reply in the rollout's convention (its output count leaves the thoughts out)."""
     t = a.tokens
-    out, thoughts = t.get("output_token_count"), t.get("thoughts_token_count")
-    return token_stats(
-        prompt=t.get("input_token_count"),
-        completion=out + thoughts if out is not None and thoughts is not None else None,
-        reasoning=thoughts,
-        total=t.get("total_token_count"),
-        cached=t.get("cached_content_token_count"),
+    return gemini_tokens(
+        t.get("input_token_count"),
+        t.get("output_token_count"),
+        t.get("thoughts_token_count"),
+        t.get("total_token_count"),
+        t.get("cached_content_token_count"),
     )
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.harnesses.gemini_cli.records import call_id
+from orchestrator.harnesses.gemini_cli.records import call_id, gemini_tokens
 from orchestrator.harnesses.gemini_cli.telemetry import OtelAttempt
-from orchestrator.harnesses.otel import Telemetry, ToolExecution, tool_executions
-from orchestrator.harnesses.values import count
-from orchestrator.records import Corroboration, Outcome, RolloutBuilder, TokenStats, token_stats
+from orchestrator.harnesses.otel import Telemetry, ToolExecution, metric_totals, tool_executions
+from orchestrator.records import Corroboration, Outcome, RolloutBuilder, TokenStats
 
 __all__ = ["Corroborator", "answer_of", "token_totals"]
 
@@ -42,23 +41,13 @@ def answer_of(response_text: str | None) -> str | None:
 
 
 def token_totals(telemetry: Telemetry) -> TokenStats | None:
-    """The session's totals from Gemini CLI's cumulative token metric (last export; types input, output, thought,
-    cache, tool) in the rollout's convention; None when no export carries it. It counts no total of its own."""
-    points = [p for p in telemetry.points if p.metric == TOKEN_METRIC]
-    if not points:
+    """The session's totals from Gemini CLI's cumulative token metric (types input, output, thought, cache, tool)
+    in the rollout's convention; None when no export carries it. It counts no total of its own."""
+    by_type = metric_totals(telemetry, TOKEN_METRIC, "type")
+    if by_type is None:
         return None
-    last = max(p.export for p in points)
-    by_type: dict[str, int] = {}
-    for p in points:
-        kind, value = p.attributes.get("type"), count(p.value)
-        if p.export == last and isinstance(kind, str) and value is not None:
-            by_type[kind] = by_type.get(kind, 0) + value
-    output, thought = by_type.get("output"), by_type.get("thought")
-    return token_stats(
-        prompt=by_type.get("input"),
-        completion=output + thought if output is not None and thought is not None else None,
-        reasoning=thought,
-        cached=by_type.get("cache"),
+    return gemini_tokens(
+        by_type.get("input"), by_type.get("output"), by_type.get("thought"), None, by_type.get("cache")
     )
 
 

@@ -14,7 +14,7 @@ from orchestrator.harnesses.gemini_cli.session import ChatSession
 from orchestrator.harnesses.values import count, nonempty
 from orchestrator.records import Message, RequestedCall, TokenStats, ToolRecord, token_stats
 
-__all__ = ["Reply", "call_id", "conversation", "replies", "response_text", "tool_record"]
+__all__ = ["Reply", "call_id", "conversation", "gemini_tokens", "replies", "response_text", "tool_record"]
 
 # Gemini CLI's shell tool reports a failed command's status in what it returns to the model ("Exit Code: 7"); its
 # own description says the line is there only when the status is not 0.
@@ -60,20 +60,22 @@ def _text(content: Any) -> str | None:
     return text if text else None
 
 
+def gemini_tokens(
+    prompt: int | None, candidates: int | None, thoughts: int | None, total: int | None, cached: int | None
+) -> TokenStats:
+    """Google's counts in the rollout's convention: the thoughts, which Google counts apart from the candidates, are
+    part of the completion (a sum over an unknown part is unknown)."""
+    completion = candidates + thoughts if candidates is not None and thoughts is not None else None
+    return token_stats(prompt=prompt, completion=completion, reasoning=thoughts, total=total, cached=cached)
+
+
 def _tokens(raw: Any) -> TokenStats | None:
-    """Gemini CLI's token record (the API's counts renamed) in the rollout's convention: thoughts are part of the
-    completion; a count it wrote as 0 because the API sent none is read as written."""
+    """Gemini CLI's token record (the API's counts renamed); a count it wrote as 0 because the API sent none is
+    read as written."""
     if not isinstance(raw, Mapping):
         return None
-    output, thoughts = count(raw.get("output")), count(raw.get("thoughts"))
-    completion = output + thoughts if output is not None and thoughts is not None else None
-    return token_stats(
-        prompt=count(raw.get("input")),
-        completion=completion,
-        reasoning=thoughts,
-        total=count(raw.get("total")),
-        cached=count(raw.get("cached")),
-    )
+    counts = [count(raw.get(k)) for k in ("input", "output", "thoughts", "total", "cached")]
+    return gemini_tokens(counts[0], counts[1], counts[2], counts[3], counts[4])
 
 
 def replies(session: ChatSession) -> list[Reply]:

@@ -17,7 +17,15 @@ from typing import Any
 from orchestrator.harnesses.otel.read import Span, Telemetry
 from orchestrator.harnesses.values import count, nonempty
 
-__all__ = ["OPERATION_DETAILS", "Operation", "ToolExecution", "operations", "token_usage_totals", "tool_executions"]
+__all__ = [
+    "OPERATION_DETAILS",
+    "Operation",
+    "ToolExecution",
+    "metric_totals",
+    "operations",
+    "token_usage_totals",
+    "tool_executions",
+]
 
 OPERATION_DETAILS = "gen_ai.client.inference.operation.details"
 TOKEN_USAGE = "gen_ai.client.token.usage"
@@ -120,22 +128,27 @@ def tool_executions(telemetry: Telemetry) -> list[ToolExecution]:
     ]
 
 
-def token_usage_totals(telemetry: Telemetry) -> dict[str, int] | None:
-    """The `gen_ai.client.token.usage` histogram's sums by `gen_ai.token.type` in the last metrics export (the
-    metric is cumulative); None when no export carries it."""
-    points = [p for p in telemetry.points if p.metric == TOKEN_USAGE]
+def metric_totals(telemetry: Telemetry, metric: str, kind: str) -> dict[str, int] | None:
+    """A cumulative metric's values summed by one attribute (`kind`) over its last export: a histogram's sum, a
+    counter's value; None when no export carries the metric."""
+    points = [p for p in telemetry.points if p.metric == metric]
     if not points:
         return None
     last = max(p.export for p in points)
     totals: dict[str, int] = {}
     for p in points:
-        kind = p.attributes.get("gen_ai.token.type")
+        name = p.attributes.get(kind)
         total = p.value.get("sum") if isinstance(p.value, Mapping) else p.value
         if (
             p.export == last
-            and isinstance(kind, str)
+            and isinstance(name, str)
             and isinstance(total, int | float)
             and not isinstance(total, bool)
         ):
-            totals[kind] = totals.get(kind, 0) + int(total)
+            totals[name] = totals.get(name, 0) + int(total)
     return totals
+
+
+def token_usage_totals(telemetry: Telemetry) -> dict[str, int] | None:
+    """The `gen_ai.client.token.usage` histogram's sums by `gen_ai.token.type` in the last metrics export."""
+    return metric_totals(telemetry, TOKEN_USAGE, "gen_ai.token.type")

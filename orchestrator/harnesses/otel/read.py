@@ -188,23 +188,26 @@ class _Reader:
             )
         )
 
-    def _js_span(self, v: Mapping[str, Any]) -> None:
-        context = _obj(v.get("_spanContext"))
-        parent = _obj(v.get("parentSpanContext"))
-        status = _obj(v.get("status"))
-        code = status.get("code")
+    def _span(self, v: Mapping[str, Any], times: tuple[str, str], ids: tuple[Any, Any, Any]) -> None:
+        """One span: `times` name its start and end keys, `ids` are its trace, span and parent span ids."""
+        code = _obj(v.get("status")).get("code")
         self.out.spans.append(
             Span(
                 name=_text(v.get("name")),
-                start=_hr_time(v.get("startTime")),
-                end=_hr_time(v.get("endTime")),
+                start=_hr_time(v.get(times[0])),
+                end=_hr_time(v.get(times[1])),
                 attributes=attributes_of(v.get("attributes")),
-                trace_id=_text(context.get("traceId")),
-                span_id=_text(context.get("spanId")),
-                parent_span_id=_text(parent.get("spanId")) or _text(v.get("parentSpanId")),
+                trace_id=_text(ids[0]),
+                span_id=_text(ids[1]),
+                parent_span_id=_text(ids[2]),
                 status_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
             )
         )
+
+    def _js_span(self, v: Mapping[str, Any]) -> None:
+        context, parent = _obj(v.get("_spanContext")), _obj(v.get("parentSpanContext"))
+        parent_id = parent.get("spanId") or v.get("parentSpanId")
+        self._span(v, ("startTime", "endTime"), (context.get("traceId"), context.get("spanId"), parent_id))
 
     def _js_metrics(self, v: Mapping[str, Any]) -> None:
         self.out.exports += 1
@@ -237,20 +240,8 @@ class _Reader:
         for resource in v.get("resourceSpans") or []:
             for scope in _list(resource, "scopeSpans"):
                 for span in _list(scope, "spans"):
-                    status = _obj(span.get("status"))
-                    code = status.get("code")
-                    self.out.spans.append(
-                        Span(
-                            name=_text(span.get("name")),
-                            start=_hr_time(span.get("startTimeUnixNano")),
-                            end=_hr_time(span.get("endTimeUnixNano")),
-                            attributes=attributes_of(span.get("attributes")),
-                            trace_id=_text(span.get("traceId")),
-                            span_id=_text(span.get("spanId")),
-                            parent_span_id=_text(span.get("parentSpanId")),
-                            status_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
-                        )
-                    )
+                    span_ids = (span.get("traceId"), span.get("spanId"), span.get("parentSpanId"))
+                    self._span(span, ("startTimeUnixNano", "endTimeUnixNano"), span_ids)
         if v.get("resourceMetrics"):
             self.out.exports += 1
         for resource in v.get("resourceMetrics") or []:
