@@ -216,3 +216,12 @@ def test_stream_path_sets_the_attempts_stream_flag_even_on_a_refused_body(make_p
     assert response_json(flow)["error"]["status"] == "INVALID_ARGUMENT"
     (attempt,) = provider.events("attempt")
     assert (attempt["protocol"], attempt["stream"], attempt["kind"]) == ("gemini", True, "rejected")
+
+
+def test_googles_key_is_kept_as_its_hash_and_its_client_header_as_is(make_provider: MakeProvider) -> None:
+    provider = make_provider()
+    headers = {"x-goog-api-key": "probe-key", "x-goog-api-client": "google-genai-sdk/3.6.1 gl-python/3.13"}
+    provider.send("POST", GENERATE, {"contents": [], "tools": [{"functionDeclarations": [SHELL]}]}, headers)
+    (attempt,) = provider.events("attempt")
+    assert attempt["headers"]["x-goog-api-key"].startswith("sha256:") and "probe-key" not in json.dumps(attempt)
+    assert attempt["headers"]["x-goog-api-client"] == headers["x-goog-api-client"]
