@@ -66,6 +66,11 @@ class GeminiCliHarness(Harness):
             # Its error reports (gemini-client-error-*.json, with the failed request's context) go to os.tmpdir().
             "TMPDIR": f"{PROBE_DIR}/tmp",
             "NO_COLOR": "1",
+            # One process: by default it starts a second Node (to raise the heap limit), which loads its 16 MB bundle
+            # again (on a loaded machine its first request came 85-184 s after the pod started) and leaves a parent
+            # that ignores SIGTERM, so the deadline's stop never reached the CLI's own handler (which flushes its
+            # telemetry).
+            "GEMINI_CLI_NO_RELAUNCH": "true",
         }
         settings = json.dumps(gemini_settings(self.settings.flag("telemetry")), indent=2) + "\n"
         script = f'mkdir -p {PROBE_DIR}/tmp && exec "$@"'

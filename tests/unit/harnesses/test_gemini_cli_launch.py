@@ -42,6 +42,7 @@ def test_endpoint_key_trust_and_tmpdir_in_the_environment(base_url: str) -> None
     assert env["GEMINI_API_KEY"] == ctx.api_key
     assert env["GEMINI_CLI_TRUST_WORKSPACE"] == "true"
     assert env["TMPDIR"] == f"{PROBE_DIR}/tmp"
+    assert env["GEMINI_CLI_NO_RELAUNCH"] == "true"  # one process, which gets the deadline's SIGTERM itself
 
 
 def test_settings_pin_the_auth_type_and_turn_phoning_home_off() -> None:
