@@ -27,6 +27,7 @@ IMAGES_DIR = images_dir()
 DEBIAN_TAG = "harness-probe/debian:trixie"
 DEBIAN_UPSTREAM = ("debian", "trixie-slim")
 INPUTS_LABEL = "harness-probe.inputs-sha256"
+LOCAL_ONLY = "LOCAL-ONLY"
 _CONTEXT_MTIME = 1_700_000_000
 # Bumped whenever the way a context is assembled changes, so such a change also yields new tags.
 _CONTEXT_FORMAT = 2
@@ -42,6 +43,7 @@ __all__ = [
     "context_digests",
     "image_folder",
     "image_names",
+    "local_only",
     "parent_of",
 ]
 
@@ -89,6 +91,13 @@ def image_folder(name: str) -> Path:
     if plugin is not None:
         return plugin
     raise BuildError(f"no image named {name!r} (known: {', '.join(image_names())}, and images of harness plugins)")
+
+
+def local_only(name: str) -> str | None:
+    """Why an image may never leave the engine it was built in (its folder's LOCAL-ONLY file: a licence that
+    forbids redistributing it), or None. harness-probe writes no archive of such an image, nor does its CI cache."""
+    marker = image_folder(name) / LOCAL_ONLY
+    return (marker.read_text(encoding="utf-8").strip() or "its folder says so") if marker.is_file() else None
 
 
 def parent_of(name: str) -> str:

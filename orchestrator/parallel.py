@@ -69,7 +69,31 @@ def long_first(grid: Sequence[T], may_run_long: Callable[[T], bool]) -> list[int
     return sorted(range(len(grid)), key=lambda i: not may_run_long(grid[i]))
 
 
-def _reap(cleanup: Callable[[], object], futures: Sequence[Future[Any]], grace: float) -> None:
+class _Running:
+    """How many items are inside their work, counted by the items themselves: a stop that lands between an item's
+    submission and the noting of its future (the item may already run, and be the one that stopped the run) still
+    waits for it. An item that starts after the stop does no work (it sees the stop first)."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._changed = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._changed:
+            self._count += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self._changed:
+            self._count -= 1
+            self._changed.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once no item runs (waiting up to `timeout` seconds)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._count == 0, timeout)
+
+
+def _reap(cleanup: Callable[[], object], futures: Sequence[Future[Any]], running: _Running, grace: float) -> None:
     """Remove the run's objects until every running item has returned (each removal ends a running episode
     early: its containers are gone), then once more for whatever a returning episode created meanwhile.
 
@@ -79,10 +103,12 @@ def _reap(cleanup: Callable[[], object], futures: Sequence[Future[Any]], grace: 
     while True:
         _cleanup_round(cleanup)
         pending = [f for f in futures if not f.done()]
-        if not pending or time.monotonic() > deadline:
-            break
         try:
-            wait(pending, timeout=1.0)
+            idle = running.wait_idle(0.0 if pending else 1.0)
+            if (idle and not pending) or time.monotonic() > deadline:
+                break
+            if pending:
+                wait(pending, timeout=1.0)
         except KeyboardInterrupt:  # a second Ctrl-C does not abandon the clean-up
             continue
     _cleanup_round(cleanup)
@@ -118,6 +144,7 @@ def run_pool(
         return [work(item, _nothing) for item in items]
     stop = threading.Event()
     slots = threading.Semaphore(jobs)
+    running = _Running()
 
     def guarded(item: T) -> dict[str, Any]:
         freed = threading.Lock()  # taken once: the slot is given back exactly once, by free() or on return
@@ -126,15 +153,16 @@ def run_pool(
             if freed.acquire(blocking=False):
                 slots.release()
 
-        try:
-            if stop.is_set():
-                raise Stopped("stopped before it started")
-            return work(item, free)
-        except BaseException:
-            stop.set()  # at once, before the next item is given a slot
-            raise
-        finally:
-            free()
+        with running:
+            try:
+                if stop.is_set():
+                    raise Stopped("stopped before it started")
+                return work(item, free)
+            except BaseException:
+                stop.set()  # at once, before the next item is given a slot
+                raise
+            finally:
+                free()
 
     starts = list(range(len(items))) if order is None else list(order)
     if sorted(starts) != list(range(len(items))):
@@ -162,7 +190,7 @@ def run_pool(
         for f in futures:
             f.cancel()
         log.warning("stopping: removing every running episode's containers", running=sum(not f.done() for f in futures))
-        _reap(cleanup, futures, grace)
+        _reap(cleanup, futures, running, grace)
         if isinstance(exc, Stopped):  # seen before the failure that caused it: raise that failure
             cause = [e for f in futures if f.done() and not f.cancelled() and (e := f.exception()) is not None]
             raise next((e for e in cause if not isinstance(e, Stopped)), exc) from None

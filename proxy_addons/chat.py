@@ -67,7 +67,16 @@ def parse_chat_request(body: Mapping[str, Any]) -> ModelRequest:
         tools=chat_tool_specs(tools),
         tool_results=chat_tool_results(messages),
         has_tools=bool(tools),
+        closing_prompt=chat_closing_prompt(messages),
     )
+
+
+def chat_closing_prompt(messages: Sequence[object]) -> str | None:
+    """The last message's text when it is a user message after an assistant or tool message."""
+    if not messages or not isinstance(last := messages[-1], Mapping) or last.get("role") != "user":
+        return None
+    earlier = (m.get("role") for m in messages[:-1] if isinstance(m, Mapping))
+    return (message_text(last.get("content")) or None) if any(r in ("assistant", "tool") for r in earlier) else None
 
 
 def chat_tool_specs(tools: Sequence[object]) -> tuple[ToolSpec, ...]:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
-from proxy_addons.protocol import Usage, usage_for_attempt
+from proxy_addons.protocol import ModelRequest, Usage, usage_for_attempt
 from proxy_addons.scenario import Scenario
 
 # Prompt usage reported on every scripted reply, as a share of the window: past every compaction threshold
 # harnesses use (Claude Code ~92 %, Codex 90 %, Hermes 50-85 %), still short of an overflow.
 NEAR_WINDOW = 0.97
 SUMMARY_WORDS = ("summar", "compact", "condense")
+# A request for a summary of the conversation: "a detailed summary of the conversation so far" (Copilot CLI),
+# "a concise summary of the conversation so far" (Stirrup), "summarize the conversation".
+SUMMARY_REQUEST = re.compile(r"\bsummar(?:y|i[sz]e)\b(?:\W+\w+){0,3}?\W+conversation\b", re.IGNORECASE)
 
 
 def reply_usage(scenario: Scenario, model_attempt: int, compacted: bool = False) -> Usage | None:
@@ -48,8 +52,21 @@ def is_summarization(scenario: Scenario, body: Any) -> bool:
     prompt seen names one of these words. orchestrator/checks/compaction.py reads the witness the same way."""
     if scenario.context_window is None:
         return False
-    text = json.dumps(body, ensure_ascii=False).lower()
-    return any(word in text for word in SUMMARY_WORDS)
+    return _names_summary(json.dumps(body, ensure_ascii=False))
+
+
+def asks_for_summary(scenario: Scenario, request: ModelRequest) -> bool:
+    """Whether a request that may advertise tools is a summarization side request: its history closes, after the
+    model's turns, with a user message asking for a summary of the conversation (compaction scenarios only).
+    Copilot CLI and Stirrup send theirs with every tool still advertised; a loop message that only mentions
+    summarizing (NOOA's context notes: "summarize older work") is no such request."""
+    prompt = request.closing_prompt
+    return scenario.context_window is not None and prompt is not None and bool(SUMMARY_REQUEST.search(prompt))
+
+
+def _names_summary(text: str) -> bool:
+    lowered = text.lower()
+    return any(word in lowered for word in SUMMARY_WORDS)
 
 
 def may_drop(scenario: Scenario, output_seen: str | None, summarized: bool = False) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 from proxy_addons import compaction
 from proxy_addons.attempts import Attempt, AttemptLog
 from proxy_addons.auxiliary import AuxiliaryReplies
+from proxy_addons.call_ids import id_codec
 from proxy_addons.chat import ChatCodec
 from proxy_addons.delivery import Refusal, delivery_for
 from proxy_addons.exchange import SSE_HEADERS, Answer, IncomingRequest, OutgoingResponse, parse_json_body
@@ -172,8 +173,9 @@ class Interpreter:
 
         # Evidence first: what the history shows is recorded even when the request is then refused.
         self._observe_history(attempt, model_request)
-        if not model_request.has_tools and self._tools_seen:
-            if compaction.is_summarization(self.scenario, attempt.parsed):
+        summary = self._tools_seen and compaction.asks_for_summary(self.scenario, model_request)
+        if summary or (not model_request.has_tools and self._tools_seen):
+            if summary or compaction.is_summarization(self.scenario, attempt.parsed):
                 self._note_summarized()
                 self._compacted = True
             return self._auxiliary.side_reply(attempt, codec, model_request)
@@ -275,7 +277,8 @@ class Interpreter:
         self, attempt: Attempt, codec: Codec, model_request: ModelRequest, model_attempt: int, cut: Fault | None
     ) -> Answer:
         step_index = self._step
-        played = self._delivery.play(self.scenario.steps[step_index], model_request, codec, self.markers_dir)
+        issuer = id_codec(codec, self.scenario.tool_call_ids)
+        played = self._delivery.play(self.scenario.steps[step_index], model_request, issuer, self.markers_dir)
         if isinstance(played, Refusal):
             return self._reject(attempt, played.code, played.detail)
         calls, answer = played.calls, played.answer

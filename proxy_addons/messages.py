@@ -75,7 +75,17 @@ def parse_messages_request(body: Mapping[str, Any]) -> ModelRequest:
         tools=messages_tool_specs(tools),
         tool_results=messages_tool_results(messages),
         has_tools=bool(tools),
+        closing_prompt=messages_closing_prompt(messages),
     )
+
+
+def messages_closing_prompt(messages: Sequence[object]) -> str | None:
+    """The text blocks of the last message when it is a user message after an assistant message (its tool
+    results, which the same user message may carry, are not text blocks)."""
+    if not messages or not isinstance(last := messages[-1], Mapping) or last.get("role") != "user":
+        return None
+    earlier = any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in messages[:-1])
+    return (message_text(last.get("content")) or None) if earlier else None
 
 
 def messages_tool_specs(tools: Sequence[object]) -> tuple[ToolSpec, ...]:

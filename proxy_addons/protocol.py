@@ -37,6 +37,9 @@ class ModelRequest:
     # Whether the request advertised any tools at all (usable as a shell or not): a request with none
     # in the middle of a tool-using run is a side request (title, summary), not the agent loop.
     has_tools: bool = True
+    # The text of a user message that closes the history after a model turn or a tool result: the agent loop
+    # never appends one, a harness asking for a side task on the same history (Copilot CLI's summary) does.
+    closing_prompt: str | None = None
 
     def latest_results(self) -> dict[str, str]:
         """Output per call id; a later entry for the same id wins (that is what the model saw last)."""

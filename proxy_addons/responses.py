@@ -64,7 +64,21 @@ def parse_responses_request(body: Mapping[str, Any]) -> ModelRequest:
         tools=responses_tool_specs(tools),
         tool_results=responses_tool_results(items),
         has_tools=bool(tools),
+        closing_prompt=responses_closing_prompt(items),
     )
+
+
+def responses_closing_prompt(items: Sequence[object]) -> str | None:
+    """The last input item's text when it is a user message after a function call, its output or a reply."""
+    if not items or not isinstance(last := items[-1], Mapping) or last.get("role") != "user":
+        return None
+    if last.get("type", "message") != "message":
+        return None
+    turns = ("function_call", "function_call_output")
+    earlier = [
+        i for i in items[:-1] if isinstance(i, Mapping) and (i.get("type") in turns or i.get("role") == "assistant")
+    ]
+    return (message_text(last.get("content")) or None) if earlier else None
 
 
 def _function_spec(tool: Mapping[str, Any], namespace: str | None) -> ToolSpec | None:

@@ -20,6 +20,8 @@ DEFAULT_USAGE = True
 DEFAULT_EXIT_CODE = 0
 # Deliveries a harness profile may name (proxy_addons/delivery_*.py): how a step reaches a text-driven harness.
 DELIVERIES = frozenset({"keystrokes", "python_blocks"})
+# `harness_profile.tool_call_ids`: how the ids of the calls the script issues are spelled (proxy_addons/call_ids.py).
+TOOL_CALL_ID_STYLES = frozenset({"alphanumeric"})
 DEFAULT_ERROR_TYPE = "probe_error"
 DEFAULT_ERROR_MESSAGE = "scripted model failure"
 # A withheld reply is held at most this long; then the proxy closes the connection itself, so a harness
@@ -111,6 +113,9 @@ class Scenario:
     # From `harness_profile.delivery`: how a step reaches a harness that takes no native tool calls (e.g.
     # `keystrokes` for Terminus 2); None plays steps as native tool calls.
     delivery: str | None = None
+    # From `harness_profile.tool_call_ids`: `alphanumeric` issues ids of letters and digits only (proxy_addons/
+    # call_ids.py); None keeps each protocol's own ids.
+    tool_call_ids: str | None = None
     # The model's context window in tokens (context_compaction): usage near it, and reported where asked.
     context_window: int | None = None
 
@@ -171,6 +176,7 @@ def parse_scenario(data: object, sha256: str | None = None) -> Scenario:
         final_answer_shell_prefix=prefix,
         final_answer_tool=final_tool,
         delivery=_delivery(doc.get("harness_profile")),
+        tool_call_ids=_tool_call_ids(doc.get("harness_profile")),
         context_window=window,
     )
 
@@ -193,7 +199,7 @@ def _final_answer_shell_prefix(value: object) -> str | None:
     if value is None:
         return None
     profile = _mapping(value, "harness_profile")
-    foreign = set(profile) - {"final_answer", "delivery"}
+    foreign = set(profile) - {"final_answer", "delivery", "tool_call_ids"}
     if foreign:
         raise ScenarioError(f"harness_profile: unknown key(s) {sorted(foreign)}")
     if profile.get("final_answer") is None:
@@ -214,6 +220,14 @@ def _delivery(value: object) -> str | None:
     if delivery is not None and delivery not in DELIVERIES:
         raise ScenarioError(f"harness_profile.delivery must be one of {sorted(DELIVERIES)}")
     return delivery if isinstance(delivery, str) else None
+
+
+def _tool_call_ids(value: object) -> str | None:
+    """`harness_profile.tool_call_ids` (already known to be in a valid profile), or None."""
+    style = value.get("tool_call_ids") if isinstance(value, Mapping) else None
+    if style is not None and style not in TOOL_CALL_ID_STYLES:
+        raise ScenarioError(f"harness_profile.tool_call_ids must be one of {sorted(TOOL_CALL_ID_STYLES)}")
+    return style if isinstance(style, str) else None
 
 
 def _mapping(value: object, what: str) -> Mapping[str, Any]:

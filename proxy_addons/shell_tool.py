@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# Bare names (namespace stripped, lower-cased) under which harnesses advertise their shell tool.
-SHELL_TOOL_NAMES = frozenset({"bash", "terminal", "shell", "shell_command", "exec_command", "run_shell_command"})
+# Bare names (namespace stripped, lower-cased) under which harnesses advertise their shell tool (OpenClaw: `exec`).
+SHELL_TOOL_NAMES = frozenset(
+    {"bash", "terminal", "shell", "shell_command", "exec", "exec_command", "run_shell_command"}
+)
 # Properties that can carry the command, in order of preference when a tool has several.
 COMMAND_KEYS = ("cmd", "command")
 DESCRIPTION_TEXT = "Run the probe's shell check"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import signal
 import sys
@@ -13,22 +14,6 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from orchestrator.cli import (
-    audit,
-    ci,
-    cleanup,
-    doctor,
-    drift,
-    export,
-    harnesses,
-    images,
-    merge,
-    results,
-    run,
-    scenarios,
-)
-from orchestrator.cli import checks as checks_cli
-from orchestrator.cli import view as view_cli
 from orchestrator.errors import EXIT_ERROR, EXIT_INTERRUPTED, HarnessProbeError, one_line
 from orchestrator.logs import LogFormat, configure_logging
 from orchestrator.resources import build_info
@@ -49,8 +34,62 @@ def report_error(exc: HarnessProbeError) -> None:
         typer.echo(line, err=True)
 
 
+# Every command, in the order --help lists them (commands, then groups, as typer lists them): its module and the
+# command function or sub-app in it. A module is imported when its command is asked for (by name, or by --help and
+# completion, which ask for all), so `run` does not load what only `audit` or `results` use before its first
+# container starts.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("orchestrator.cli.run", "run"),
+    "audit": ("orchestrator.cli.audit", "audit_command"),
+    "export": ("orchestrator.cli.export", "export_command"),
+    "merge": ("orchestrator.cli.merge", "merge_command"),
+    "view": ("orchestrator.cli.view", "view_command"),
+    "drift": ("orchestrator.cli.drift", "drift_command"),
+    "cleanup": ("orchestrator.cli.cleanup", "cleanup"),
+    "doctor": ("orchestrator.cli.doctor", "doctor"),
+    "scenarios": ("orchestrator.cli.scenarios", "app"),
+    "harnesses": ("orchestrator.cli.harnesses", "app"),
+    "images": ("orchestrator.cli.images", "app"),
+    "results": ("orchestrator.cli.results", "app"),
+    "checks": ("orchestrator.cli.checks", "app"),
+    "ci": ("orchestrator.cli.ci", "app"),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """The click command of COMMANDS[name], made by typer from the function or sub-app as `app.command` would."""
+    module, attribute = COMMANDS[name]
+    found = getattr(importlib.import_module(module), attribute)
+    if isinstance(found, typer.Typer):
+        command: click.Command = typer.main.get_group(found)
+    else:
+        alone = typer.Typer(add_completion=False)
+        alone.command(name)(found)
+        command = typer.main.get_command(alone)
+    command.name = name
+    return command
+
+
 class _Commands(TyperGroup):
-    """The root group: every command's HarnessProbeError ends here, as one named message and exit code 2."""
+    """The root group: its commands loaded when asked for (COMMANDS); every command's HarnessProbeError ends here,
+    as one named message and exit code 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            self.add_command(load_command(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in COMMANDS:
+            # Not a command: typer suggests the nearest from the commands loaded, so load them all first.
+            for name in COMMANDS:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -72,20 +111,6 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command("run")(run.run)
-app.command("audit")(audit.audit_command)
-app.command("export")(export.export_command)
-app.command("merge")(merge.merge_command)
-app.command("view")(view_cli.view_command)
-app.command("drift")(drift.drift_command)
-app.add_typer(scenarios.app, name="scenarios")
-app.add_typer(harnesses.app, name="harnesses")
-app.add_typer(images.app, name="images")
-app.add_typer(results.app, name="results")
-app.add_typer(checks_cli.app, name="checks")
-app.add_typer(ci.app, name="ci")
-app.command("cleanup")(cleanup.cleanup)
-app.command("doctor")(doctor.doctor)
 
 
 def _version(value: bool) -> None:

@@ -10,8 +10,9 @@ import typer
 
 from orchestrator import __version__
 from orchestrator.cli.common import ExtraCa, Rebuild, Runtime, build_options, connect_engine
+from orchestrator.errors import BadOption
 from orchestrator.evidence import validate
-from orchestrator.images import ImageBuilder, image_names
+from orchestrator.images import ImageBuilder, image_names, local_only
 from orchestrator.runtime.archive import export_image
 
 app = typer.Typer(help="Container images under images/.", no_args_is_help=True)
@@ -64,6 +65,12 @@ def export(
     if output.exists() and any(output.iterdir()):
         typer.echo(f"harness-probe: {output} exists and is not empty; give a new directory", err=True)
         raise typer.Exit(2)
+    for name in names:
+        why = local_only(name)
+        if why is not None:
+            raise BadOption(
+                f"image {name!r} is built locally only and never exported (images/{name}/LOCAL-ONLY): {why}"
+            )
     engine = connect_engine(runtime)
     builder = ImageBuilder(engine, build_options(extra_ca, False))
     manifest: dict[str, object] = {"schema": "image-archives/v1", "tool_version": __version__, "images": {}}

@@ -11,7 +11,6 @@ import typer
 from orchestrator.errors import BadFile, BadOption
 from orchestrator.harnesses import Harness
 from orchestrator.images import ImageVariant, default_extra_ca
-from orchestrator.report.overrides import override_text
 from orchestrator.variants import RegistryError, SourceError, VariantError, source_variant, version_variant
 
 __all__ = ["HarnessSource", "HarnessVersion", "print_overrides", "resolve_variants"]
@@ -92,6 +91,9 @@ def resolve_variants(
 
 def print_overrides(output: Path, variants: Variants) -> None:
     """One line per overridden pin, with the version string the image itself answered (from runtime.json)."""
+    # The report package is imported beside the first pod's start (suite.import_ahead), not before `run` begins.
+    from orchestrator.report.overrides import override_text
+
     for name, (_, record) in variants.items():
         ran = None
         for path in sorted(output.glob(f"{name}/*/runtime.json"))[:1]:

@@ -60,8 +60,10 @@ HARNESSES: dict[str, str] = {
     "terminus-2": "orchestrator.harnesses.terminus_2:Terminus2Harness",
     "nooa": "orchestrator.harnesses.nooa:NooaHarness",
     "scicode": "orchestrator.harnesses.scicode:SciCodeHarness",
+    "copilot": "orchestrator.harnesses.copilot:CopilotHarness",
     "gemini-cli": "orchestrator.harnesses.gemini_cli:GeminiCliHarness",
     "atif": "orchestrator.harnesses.atif:AtifHarness",
+    "openclaw": "orchestrator.harnesses.openclaw:OpenClawHarness",
 }
 # Harnesses whose image is a run's option (-a image=...), not images/<name>: CI cannot probe them unconfigured.
 IMAGE_FROM_OPTIONS = frozenset({"atif"})

@@ -20,7 +20,7 @@ from orchestrator.checks.evidence import Evidence
 from orchestrator.paths import EpisodePaths
 from orchestrator.report.episode_rows import UNRECORDED, UNWITNESSED, Mark, Row, ToolRow, timeline
 from orchestrator.report.html import esc
-from orchestrator.report.table import execution_text, shorten
+from orchestrator.report.table import execution_text, listed, shorten
 
 log = structlog.get_logger(__name__)
 
@@ -244,7 +244,8 @@ def _findings(failing: list[dict[str, Any]], unplaced: list[Mark]) -> Iterator[s
         return
     yield '<ul class="findings">'
     for c in failing:
-        reasons = "".join(f"<li>{esc(shorten(x, 1000))}</li>" for x in c["reasons"])
+        shown, more = listed(c["reasons"])
+        reasons = "".join(f"<li>{esc(shorten(x, 1000))}</li>" for x in [*shown, *([more] if more else [])])
         yield (
             f'<li data-check="{esc(c["id"])}"><b>{esc(LIES.get(c["id"], c["id"]))}</b> '
             f'<code>{esc(c["id"])}</code> <span class="badge fail">{esc(c["tier"])}</span>'

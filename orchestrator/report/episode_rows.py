@@ -8,6 +8,7 @@ call id; for an unpaired row, its key as the checks word it); a failure that nam
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +95,8 @@ def _index_steps(ev: Evidence) -> dict[str, Any]:
     return out
 
 
-def _tool_rows(ev: Evidence) -> tuple[dict[str, list[ToolRow]], list[ToolRow]]:
+def _tool_rows(ev: Evidence, shown: set[str]) -> tuple[dict[str, list[ToolRow]], list[ToolRow]]:
+    """The tool rows of the attempts shown (`shown`: their ids), and the recorded tool calls never witnessed."""
     recorded: dict[str, dict[str, Any]] = {}
     tools = ev.r.get("tool_calls") if ev.rollout is not None else None
     for t in tools if isinstance(tools, list) else []:
@@ -105,6 +107,8 @@ def _tool_rows(ev: Evidence) -> tuple[dict[str, list[ToolRow]], list[ToolRow]]:
     for w in ev.w.tool_calls() if ev.witness is not None else []:
         tid = str(w.get("tool_call_id"))
         witnessed.add(tid)
+        if str(w.get("attempt_id")) not in shown:  # past MAX_ROWS: its row is not built
+            continue
         rec = recorded.get(tid)
         row = ToolRow(tid, w, rec, ev.w.markers(tid), ev.w.results_seen(tid), "" if rec is not None else UNRECORDED)
         by_attempt.setdefault(str(w.get("attempt_id")), []).append(row)
@@ -148,23 +152,63 @@ def _rows(ev: Evidence) -> tuple[list[Row], int]:
     return rows, left_off
 
 
+# A run of name characters: the reasons' ids (attempt-3, call_0a1b, chatcmpl-probe-2.x) are such runs, set off by
+# spaces and punctuation.
+_WORD = re.compile(r"[\w.\-]+")
+
+
+class _Names:
+    """Which rows and tool rows a reason names, found by the words of the reason (not every token tried against every
+    reason: a 100,000-call episode's failing check has as many reasons, and the page's rows 2,000 x several tokens).
+
+    A token names a reason when it stands in it as a word of its own: attempt-1 does not name a reason about
+    attempt-12. A token of several words (an unpaired row's key, `HTTP 429 failure`) is looked up by its longest word
+    and then found in the reason whole; one without any name character names nothing."""
+
+    def __init__(self) -> None:
+        self._words: dict[str, list[list[Mark]]] = {}
+        self._phrases: dict[str, dict[str, list[list[Mark]]]] = {}  # longest word -> phrase -> targets
+
+    def add(self, token: str, marks: list[Mark]) -> None:
+        words = _WORD.findall(token)
+        if not words:
+            return
+        if words == [token]:
+            targets = self._words.setdefault(token, [])
+        else:
+            targets = self._phrases.setdefault(max(words, key=len), {}).setdefault(token, [])
+        if not any(t is marks for t in targets):
+            targets.append(marks)
+
+    def named(self, reason: str) -> list[list[Mark]]:
+        found: dict[int, list[Mark]] = {}
+        for word in _WORD.findall(reason):
+            for key in {word, word.rstrip(".")}:  # a full stop ends a sentence, not an id
+                for marks in self._words.get(key, ()):
+                    found.setdefault(id(marks), marks)
+                for phrase, targets in self._phrases.get(key, {}).items():
+                    if phrase in reason:
+                        for marks in targets:
+                            found.setdefault(id(marks), marks)
+        return list(found.values())
+
+
 def _mark(rows: list[Row], tools: list[ToolRow], failing: list[dict[str, Any]]) -> list[Mark]:
+    names = _Names()
+    for r in rows:
+        for token in _tokens(r):
+            names.add(token, r.marks)
+    for t in tools:
+        if t.tool_call_id:
+            names.add(t.tool_call_id, t.marks)
     unplaced = []
-    tokens = [(r, _tokens(r)) for r in rows]
-    tool_tokens = [(t, t.tool_call_id) for t in tools]
     for c in failing:
         for reason in c["reasons"] or [""]:
             mark = Mark(c["id"], c["tier"], reason)
-            placed = False
-            for r, toks in tokens:
-                if any(t in reason for t in toks):
-                    r.marks.append(mark)
-                    placed = True
-            for t, tid in tool_tokens:
-                if tid and tid in reason:
-                    t.marks.append(mark)
-                    placed = True
-            if not placed:
+            targets = names.named(reason)
+            for marks in targets:
+                marks.append(mark)
+            if not targets:
                 unplaced.append(mark)
     return unplaced
 
@@ -173,7 +217,8 @@ def timeline(ev: Evidence, result: dict[str, Any]) -> Timeline:
     """The rows of one episode, marked with the failing checks of its result (checks not re-run)."""
     rows, left_off = _rows(ev)
     steps = _index_steps(ev)
-    by_attempt, extra = _tool_rows(ev) if ev.witness is not None else ({}, [])
+    shown = {str(r.attempt.get("attempt_id")) for r in rows if r.attempt is not None}
+    by_attempt, extra = _tool_rows(ev, shown) if ev.witness is not None else ({}, [])
     tools: list[ToolRow] = list(extra)
     for r in rows:
         if r.call is not None:

@@ -19,6 +19,7 @@ from orchestrator.report.table import (
     execution_text,
     interruption_lines,
     joined,
+    listed,
     pieces,
     read_back,
     row_cells,
@@ -123,7 +124,8 @@ def _cell(row: Row, cell: Cell, _i: int = 0, harness: str = "") -> str:
         if harness
         else ""
     )
-    reasons = "".join(f"<li>{esc(r)}</li>" for r in cell.reasons)
+    shown, more = listed(cell.reasons)
+    reasons = "".join(f"<li>{esc(r)}</li>" for r in [*shown, *([more] if more else [])])
     pop = (
         f'<div class="pop"><dl>'
         f"<dt>check</dt><dd><code>{esc(row.id)}</code> ({esc(row.kind)}, {esc(row.tier)})</dd>"

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from orchestrator.report.table import HarnessView, clean, execution_text, shorten, views
+from orchestrator.report.table import HarnessView, clean, execution_text, listed, shorten, views
 
 __all__ = ["junit_chunks", "render_junit"]
 
@@ -60,7 +60,8 @@ def _check_case(suite: ET.Element, counts: dict[str, int], classname: str, check
             "failure",
             {"message": _text(shorten(reasons[0], 500)), "type": f"{check['tier']} {check['kind']}"},
         )
-        fail.text = _text("\n".join([*reasons, f"location: {check['location']}"]))
+        shown, more = listed(reasons)
+        fail.text = _text("\n".join([*shown, *([more] if more else []), f"location: {check['location']}"]))
 
 
 def _tag(name: str, attrs: dict[str, str]) -> str:

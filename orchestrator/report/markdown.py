@@ -19,6 +19,7 @@ from orchestrator.report.table import (
     execution_text,
     interruption_lines,
     joined,
+    listed,
     pieces,
     read_back,
     row_cells,
@@ -136,7 +137,10 @@ def _reasons(t: HarnessView) -> Iterator[Line]:
         yield ""
         for c in failing:
             yield f"- {_code(c['id'])} ({c['tier']})"
-            yield from (f"  - {md(r, 1000)}" for r in c["reasons"])
+            shown, more = listed(c["reasons"])
+            yield from (f"  - {md(r, 1000)}" for r in shown)
+            if more:
+                yield f"  - {md(more, 1000)}"
         yield ""
         yield "</details>"
         yield ""

@@ -12,6 +12,7 @@ from orchestrator.evidence.text import clean
 __all__ = [
     "GROUPS",
     "LEGEND",
+    "MAX_REASONS",
     "SYMBOLS",
     "Cell",
     "CellText",
@@ -22,6 +23,7 @@ __all__ = [
     "execution_text",
     "interruption_lines",
     "joined",
+    "listed",
     "pieces",
     "read_back",
     "row_cells",
@@ -149,6 +151,17 @@ def row_cells(view: HarnessView, render: CellText) -> dict[str, IO[str]]:
             )
             out[row.id].write(render(row, cell, i))
     return out
+
+
+# Reasons a report lists per failing check of one episode: a check of a 100,000-call episode may give a reason per
+# call, and a report (a PR comment, a page) must stay readable; scenario_result.json holds every one.
+MAX_REASONS = 1000
+
+
+def listed(reasons: list[str] | tuple[str, ...]) -> tuple[list[str], str | None]:
+    """The reasons a report lists, and the line saying how many more there are (None when none is left out)."""
+    more = len(reasons) - MAX_REASONS
+    return list(reasons[:MAX_REASONS]), (f"… {more:,} more in scenario_result.json" if more > 0 else None)
 
 
 Line = str | Iterator[str]  # a line, or a long one in pieces

@@ -3,9 +3,11 @@ holder that keeps the pod's in-memory volumes while either of them ends (or is k
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import replace
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.runtime.pod import LOOPBACK, PROVIDER_HOST, PodSpec
@@ -64,15 +66,16 @@ def docker_pod(engine: Engine, spec: PodSpec) -> Iterator[DockerPod]:
         for i, (path, size) in enumerate(sorted(spec.proxy_writable.items())):
             vol = stack.enter_context(engine.volume(f"{spec.name}-p{i}", spec.labels, tmpfs_size=size))
             proxy_held[path] = str(vol.name)
-        # The proxy's own files (its scenario) go in a volume of their own: a read-only root takes no copy into it.
-        files = None
-        if spec.proxy.files:
-            size = f"{max(1, -(-sum(map(len, spec.proxy.files.values())) // (1 << 20)) * 2)}m"
-            files = stack.enter_context(engine.volume(f"{spec.name}-files", spec.labels, tmpfs_size=size))
-        every = [*held.values(), *proxy_held.values(), *([str(files.name)] if files is not None else [])]
-        if every:
-            holder = stack.enter_context(engine.container(_holder_spec(spec, every)))
-            holder.start()
+        # The proxy's own files (its scenario) go in a volume of their own: a read-only root takes no copy into it. On
+        # disk, not in memory: only harness-probe writes there (before the proxy starts), so it needs no cap, and its
+        # content outlives the copy's own mount without a holder, so the holder's start need not come first.
+        files = stack.enter_context(engine.volume(f"{spec.name}-files", spec.labels)) if spec.proxy.files else None
+        every = [*held.values(), *proxy_held.values()]
+        # The holder starts beside the proxy (a container start is the slowest engine step). It must hold the
+        # in-memory volumes before anything is written to them that no running container mounts: the harness's
+        # files, copied in at its creation, which waits for it. The proxy's witness is written only while the proxy
+        # runs and mounts it.
+        holder_up = _start_beside(stack, engine.container(_holder_spec(spec, every))) if every else None
         proxy_spec = replace(
             spec.proxy,
             network="none",
@@ -102,10 +105,45 @@ def docker_pod(engine: Engine, spec: PodSpec) -> Iterator[DockerPod]:
                 **{vol: {"bind": path, "mode": "rw"} for path, vol in held.items()},
             },
         )
+        if holder_up is not None:
+            holder_up()
         # Created (not started) while the proxy starts up: its namespace exists once the proxy runs.
         harness = stack.enter_context(engine.container(harness_spec))
         proxy.wait_for_log(spec.ready_log, spec.ready_timeout)
         yield DockerPod(engine, proxy, harness, spec)
+
+
+def _start_beside(stack: ExitStack, made: AbstractContextManager[RunningContainer]) -> Callable[[], None]:
+    """Create and start a container in a thread of its own; returns the wait for it, which raises what the thread
+    raised. Its removal is on `stack` at once: however the pod's block ends, the thread is waited for first, then
+    what it created is removed (a creation that failed has removed itself). The thread takes no interrupt (only the
+    main thread does): it runs its two engine steps to their end, and the stack removes what they made."""
+    made_it: list[RunningContainer] = []
+    failed: list[BaseException] = []
+
+    def create_and_start() -> None:
+        try:
+            made_it.append(made.__enter__())
+            made_it[0].start()
+        except BaseException as exc:  # raised again in the pod's own thread by wait()
+            failed.append(exc)
+
+    thread = threading.Thread(target=create_and_start, name="pod-holder", daemon=True)
+
+    def remove(kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None:
+        if thread.ident is not None:  # it was started
+            thread.join()
+        return made.__exit__(kind, exc, tb) if made_it else None
+
+    stack.push(remove)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    return wait
 
 
 def _holder_spec(spec: PodSpec, volumes: list[str]) -> ContainerSpec:

@@ -30,6 +30,8 @@ PACKAGES: dict[str, Package] = {
     "codex": Package("npm", "@openai/codex", "/opt/codex"),
     "opencode": Package("npm", "opencode-ai", "/opt/opencode"),
     "claude-code": Package("npm", "@anthropic-ai/claude-code", "/opt/claude-code"),
+    "copilot": Package("npm", "@github/copilot", "/opt/copilot"),
+    "openclaw": Package("npm", "openclaw", "/opt/openclaw"),
     "gemini-cli": Package("npm", "@google/gemini-cli", "/opt/gemini-cli"),
     "hermes": Package("pypi", "hermes-agent", "/opt/hermes"),
     "mini-swe-agent": Package("pypi", "mini-swe-agent", "/opt/mini-swe-agent"),

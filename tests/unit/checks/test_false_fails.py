@@ -21,13 +21,26 @@ import pytest
 
 from orchestrator.atif import export_atif, read_atif_rollout
 from orchestrator.checks import Status, run_checks, scope_of
+from orchestrator.evidence import faults
 from orchestrator.paths import EpisodePaths
 from orchestrator.records import Execution
 from orchestrator.verdict import collect_evidence, read_rollout
 from tests.unit.checks.conftest import FIXTURES, Episode, load_episode
 from tests.unit.harnesses import captured
 
-NATIVE = ("claude-code", "codex", "gemini-cli", "hermes", "nooa", "opencode", "pi", "scicode", "stirrup", "terminus-2")
+NATIVE = (
+    "claude-code",
+    "codex",
+    "copilot",
+    "gemini-cli",
+    "hermes",
+    "nooa",
+    "opencode",
+    "pi",
+    "scicode",
+    "stirrup",
+    "terminus-2",
+)
 
 
 def _episodes() -> list[str]:
@@ -148,6 +161,10 @@ def test_an_atif_round_trip_leaves_every_status_unchanged(name: str, tmp_path: P
     plain = _statuses(ep, tmp_path / "plain", str, False)
     # Exported as `harness-probe export` writes it, read back as `audit --rollout-format atif` reads it.
     exported = export_atif([("h", "s", tmp_path / "plain")], tmp_path / "atif")
+    if list(faults(ep.rollout, "probe-rollout/v1")):
+        # A rollout its schema refuses (Copilot's call killed mid-dispatch names no protocol) is skipped, by name.
+        assert [s.split(":", 1)[0] for s in exported.skipped] == ["h/s"] and exported.written == []
+        return
     assert exported.skipped == []
     rollout, why = read_atif_rollout(tmp_path / "atif" / "h" / "s", "h")
     assert why is None

@@ -17,7 +17,7 @@ from tests.unit.ci.conftest import hp
 REPO_ROOT = checkout_root() or Path(__file__).resolve().parents[3]
 
 ALL = sorted(set(HARNESSES) - IMAGE_FROM_OPTIONS)
-NPM = ["claude-code", "codex", "gemini-cli", "opencode", "pi"]
+NPM = ["claude-code", "codex", "copilot", "gemini-cli", "openclaw", "opencode", "pi"]
 
 TABLE: list[tuple[str, list[str], list[str]]] = [
     ("nothing changed", [], []),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import lzma
 import shutil
@@ -15,7 +16,16 @@ from orchestrator.harnesses import get_harness
 from orchestrator.paths import EpisodePaths
 from orchestrator.verdict import collect_evidence, normalize_native
 
-__all__ = ["assert_replays_its_real_run", "captured", "fixtures", "gap_codes", "materialize", "replay", "witness"]
+__all__ = [
+    "assert_leaves_native_untouched",
+    "assert_replays_its_real_run",
+    "captured",
+    "fixtures",
+    "gap_codes",
+    "materialize",
+    "replay",
+    "witness",
+]
 
 _ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "native"
 # Large captured files are stored compressed; they are expanded to their real names before use.
@@ -74,3 +84,15 @@ def assert_replays_its_real_run(harness: str, name: str, dest: Path) -> None:
         set(got) - set(recorded), "not_applicable"
     )
     assert {k: v for k, v in got.items() if k in recorded} == recorded
+
+
+def assert_leaves_native_untouched(harness: str, name: str, dest: Path) -> None:
+    """Normalizing a captured episode changes none of its native files (a normalizer only reads)."""
+    paths = materialize(harness, name, dest)
+
+    def digests() -> dict[str, str]:
+        return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths.native.rglob("*") if p.is_file()}
+
+    before = digests()
+    get_harness(harness).normalize(paths.native)
+    assert digests() == before

@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from orchestrator.images import ArchiveImages, BuildError
+from orchestrator.cli import app
+from orchestrator.images import ArchiveImages, BuildError, image_names, local_only
 from orchestrator.runtime.apptainer_cmd import holder_command
 from orchestrator.runtime.apptainer_pods import cleanup_apptainer_pods, write_pod_file
 
@@ -76,3 +78,25 @@ def test_cleanup_ends_a_killed_runs_pod_and_spares_others(tmp_path: Path) -> Non
             holder.wait(10)
         if holder.stdout is not None:
             holder.stdout.close()
+
+
+def test_an_image_whose_licence_forbids_redistribution_is_never_exported(tmp_path: Path) -> None:
+    """Copilot CLI's licence allows no standalone redistribution: `images export` refuses its image by name, before
+    any engine is asked (so no archive of it is ever written), and says where the reason is kept."""
+    out = tmp_path / "archives"
+    res = CliRunner().invoke(app, ["images", "export", "proxy", "copilot", "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    assert "image 'copilot' is built locally only and never exported (images/copilot/LOCAL-ONLY)" in res.output
+    assert not out.exists()
+    assert local_only("copilot") is not None and "standalone" in str(local_only("copilot"))
+    # Every other image keeps its archive: the marker is per image folder, read nowhere else.
+    assert [name for name in image_names() if local_only(name) is not None] == ["copilot"]
+
+
+def test_the_ci_cache_skips_local_only_images() -> None:
+    # The workflow saves the engine's harness-probe images into the Actions cache that later runs (a fork's pull
+    # requests among them) restore: an image with a LOCAL-ONLY file must be left out by name.
+    workflow = Path(__file__).resolve().parents[3] / ".github" / "workflows" / "harness-conformance.yml"
+    save = workflow.read_text().split("- name: Save images", 1)[1].split("- name:", 1)[0]
+    assert 'if [ -f ".harness-probe/images/$name/LOCAL-ONLY" ]; then' in save
+    assert save.index("LOCAL-ONLY") < save.index("docker save")

@@ -10,9 +10,16 @@ from typer.testing import CliRunner
 from orchestrator.cli import app
 
 
-def _leaves(cmd: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+def _leaves(cmd: click.Command | None, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    # As click finds commands (the root loads each command's module when it is asked for it).
     if isinstance(cmd, click.Group):
-        return [leaf for name, sub in sorted(cmd.commands.items()) for leaf in _leaves(sub, (*path, name))]
+        ctx = click.Context(cmd)
+        return [
+            leaf
+            for name in sorted(cmd.list_commands(ctx))
+            for leaf in _leaves(cmd.get_command(ctx, name), (*path, name))
+        ]
+    assert cmd is not None
     return [path]
 
 
@@ -59,7 +66,9 @@ def test_enumerated_options_show_their_choices(path: tuple[str, ...], option: st
 
 def test_completion_offers_the_runtimes() -> None:
     cmd = typer.main.get_command(app)
-    run = cmd.commands["run"]  # type: ignore[attr-defined]
+    assert isinstance(cmd, click.Group)
+    run = cmd.get_command(click.Context(cmd), "run")
+    assert run is not None
     param = next(p for p in run.params if p.name == "runtime")
     ctx = click.Context(run)
     assert [c.value for c in param.shell_complete(ctx, "p")] == ["podman"]

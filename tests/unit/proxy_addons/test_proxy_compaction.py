@@ -112,3 +112,51 @@ def test_a_summary_does_not_excuse_a_command_that_never_ran(make_provider: MakeP
 def test_a_side_request_that_is_no_summary_excuses_nothing(make_provider: MakeProvider) -> None:
     provider = make_provider(context_window=WINDOW)
     assert status(_summarize_then_continue(provider, True, "Generate a short title for this session.")) == 409
+
+
+SUMMARY_PROMPT = "Please create a detailed summary of the conversation so far."
+
+
+def test_a_summary_request_that_keeps_its_tools_is_a_side_request(make_provider: MakeProvider) -> None:
+    """Copilot CLI's order: its compaction request repeats the history (tools still advertised) and closes it with
+    a user message asking for a summary, while the agent loop sends its own next request beside it."""
+    provider = make_provider(context_window=WINDOW)
+    first = execute_tool_calls(provider, response_json(provider.send("POST", PATH, chat_body([USER], [BASH_TOOL]))))
+    ask = {"role": "user", "content": SUMMARY_PROMPT}
+    side = provider.send("POST", PATH, chat_body([USER, *first, ask], [BASH_TOOL]))
+    assert response_json(side)["choices"][0]["message"] == {"role": "assistant", "content": "Probe session"}
+    loop = provider.send("POST", PATH, chat_body([USER, *first], [BASH_TOOL]))
+    assert status(loop) == 200 and response_json(loop)["choices"][0]["message"]["tool_calls"]
+    assert [a["kind"] for a in provider.events("attempt")] == ["model", "auxiliary", "model"]
+    # Compacted: the loop's reply reports the plain usage of its attempt, no longer near the window.
+    assert response_json(loop)["usage"]["prompt_tokens"] < WINDOW // 2
+
+
+def test_a_history_opening_with_its_summary_is_the_agent_loop(make_provider: MakeProvider) -> None:
+    # After compaction Copilot starts over from one user message holding the summary: no turn precedes it.
+    provider = make_provider(context_window=WINDOW)
+    first = execute_tool_calls(provider, response_json(provider.send("POST", PATH, chat_body([USER], [BASH_TOOL]))))
+    provider.send("POST", PATH, chat_body([USER, *first, {"role": "user", "content": SUMMARY_PROMPT}], [BASH_TOOL]))
+    resumed = {"role": "user", "content": "Some of the conversation history has been summarized. " + USER["content"]}
+    flow = provider.send("POST", PATH, chat_body([resumed], [BASH_TOOL]))
+    assert status(flow) == 200
+    assert [a["kind"] for a in provider.events("attempt")] == ["model", "auxiliary", "model"]
+
+
+def test_a_closing_summary_prompt_outside_compaction_scenarios_plays_the_script(make_provider: MakeProvider) -> None:
+    provider = make_provider(tool_success_scenario())
+    first = execute_tool_calls(provider, response_json(provider.send("POST", PATH, chat_body([USER], [BASH_TOOL]))))
+    flow = provider.send(
+        "POST", PATH, chat_body([USER, *first, {"role": "user", "content": SUMMARY_PROMPT}], [BASH_TOOL])
+    )
+    assert [a["kind"] for a in provider.events("attempt")] == ["model", "model"] and status(flow) == 200
+
+
+def test_a_loop_message_that_only_mentions_summarizing_is_the_agent_loop(make_provider: MakeProvider) -> None:
+    # NOOA closes each loop request with a user message of context notes that advise summarizing older work.
+    provider = make_provider(context_window=WINDOW)
+    first = execute_tool_calls(provider, response_json(provider.send("POST", PATH, chat_body([USER], [BASH_TOOL]))))
+    notes = {"role": "user", "content": "If event history is taking too much space, summarize older work."}
+    flow = provider.send("POST", PATH, chat_body([USER, *first, notes], [BASH_TOOL]))
+    assert status(flow) == 200 and response_json(flow)["choices"][0]["message"]["tool_calls"]
+    assert [a["kind"] for a in provider.events("attempt")] == ["model", "model"]

@@ -245,3 +245,29 @@ def test_messages_stream_without_usage_has_no_usage_anywhere() -> None:
     assert all("usage" not in e and "usage" not in e.get("message", {}) for e in events)
     partial = "".join(e["delta"]["partial_json"] for e in events if e["type"] == "content_block_delta")
     assert json.loads(partial) == {"cmd": "echo 0"}
+
+
+def test_closing_prompts_are_read_only_after_a_turn() -> None:
+    """A user message that closes the history after a model turn (a side task on the same history), per protocol."""
+    ask = "Summarize the conversation."
+    responses = [
+        {"role": "user", "content": [{"type": "input_text", "text": "task"}]},
+        {"type": "function_call", "call_id": "c1", "name": "bash", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        {"role": "user", "content": [{"type": "input_text", "text": ask}]},
+    ]
+    assert parse_responses_request({"input": responses}).closing_prompt == ask
+    assert parse_responses_request({"input": responses[:1]}).closing_prompt is None  # the task itself
+    assert parse_responses_request({"input": responses[:3]}).closing_prompt is None  # a tool output closes it
+    messages = [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "bash", "input": {}}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"}, {"type": "text", "text": ask}],
+        },
+    ]
+    assert parse_messages_request({"messages": messages}).closing_prompt == ask
+    results_only = [*messages[:2], {"role": "user", "content": messages[2]["content"][:1]}]
+    assert parse_messages_request({"messages": results_only}).closing_prompt is None
+    assert parse_messages_request({"messages": messages[:1]}).closing_prompt is None

@@ -172,6 +172,53 @@ def test_a_very_large_episode_shows_its_first_rows_and_says_how_many_more(tmp_pa
     assert "70 more rows are not shown" in page
 
 
+def test_a_reason_marks_the_rows_its_words_name_and_no_row_whose_id_is_only_part_of_a_word() -> None:
+    """attempt-1 is not named by a reason about attempt-12; a full stop ends a sentence, not the id before it; a
+    row's key of several words is found whole; a reason that names no row stays at the episode level."""
+    from orchestrator.report.episode_rows import UNRECORDED, Row, ToolRow, _mark
+
+    one = Row({"attempt_id": "attempt-1", "response_id": "chatcmpl-1"}, None)
+    twelve = Row({"attempt_id": "attempt-12", "response_id": "chatcmpl-12"}, None)
+    lost = Row({"attempt_id": "attempt-3", "status": 429, "ended": "complete"}, None, UNRECORDED)
+    tool = ToolRow("call_2", None, None)
+    failing = [
+        {"id": "a.check", "tier": "P0", "reasons": ["attempt-12: recorded twice", "the reply chatcmpl-1."]},
+        {"id": "b.check", "tier": "P1", "reasons": ["call_20: marker missing", "call_2: marker missing"]},
+        {"id": "c.check", "tier": "P0", "reasons": ["HTTP 429 failure: 2 witnessed, 1 recorded", "no row at all"]},
+    ]
+    unplaced = _mark([one, twelve, lost], [tool], failing)
+    assert [m.reason for m in one.marks] == ["the reply chatcmpl-1."]
+    assert [m.reason for m in twelve.marks] == ["attempt-12: recorded twice"]
+    assert [m.reason for m in tool.marks] == ["call_2: marker missing"]
+    assert [m.reason for m in lost.marks] == ["HTTP 429 failure: 2 witnessed, 1 recorded"]
+    assert [m.reason for m in unplaced] == ["call_20: marker missing", "no row at all"]
+
+
+def test_every_one_of_many_reasons_is_placed_once() -> None:
+    """A check failing on each of 20,000 tool calls: each reason marks exactly its own tool row (the placement looks
+    reasons up by their words; it once tried every row's tokens against every reason, minutes for such a page)."""
+    from orchestrator.report.episode_rows import Row, ToolRow, _mark
+
+    tools = [ToolRow(f"call_{i}", None, None) for i in range(20_000)]
+    rows = [Row({"attempt_id": f"attempt-{i}"}, None) for i in range(2_000)]
+    reasons = [f"call_{i}: collected marker file missing" for i in range(20_000)]
+    assert _mark(rows, tools, [{"id": "witness.tools_executed", "tier": "P0", "reasons": reasons}]) == []
+    assert all([m.reason for m in t.marks] == [reasons[i]] for i, t in enumerate(tools))
+    assert not any(r.marks for r in rows)
+
+
+def test_a_check_with_more_reasons_than_the_page_lists_says_how_many_more(tmp_path: Path) -> None:
+    from orchestrator.report.table import MAX_REASONS
+
+    paths = _episode(tmp_path, "tool_success")
+    ev, result = _judged(paths, json.loads(paths.rollout.read_text()))
+    many = [f"call_x{i}: collected marker file missing" for i in range(MAX_REASONS + 7)]
+    result["checks"].append({"id": "witness.tools_executed", "tier": "P0", "status": "fail", "reasons": many})
+    page = render_episode(ev, result, paths.root)
+    assert f"call_x{MAX_REASONS - 1}:" in page and f"call_x{MAX_REASONS}:" not in page
+    assert f"{len(many)} reason(s)" in page and "… 7 more in scenario_result.json" in page
+
+
 def test_a_gemini_episode_shows_its_protocol_and_the_contents_it_sent(tmp_path: Path) -> None:
     paths = _episode(tmp_path, "gemini_tool_success")
     rollout = json.loads(paths.rollout.read_text())

@@ -101,6 +101,9 @@ def test_an_audit_of_a_published_run_reproduces_its_page(harness: str, tmp_path:
     source = str(RESULTS / "runs" / harness)
     res = CliRunner().invoke(app, ["audit", source, "-H", harness, "-o", str(tmp_path / "audited")])
     assert res.exit_code in (0, 1), res.output
+    if (marker := RESULTS / "runs" / harness / "audited").is_file():
+        # A run published after an offline re-check says so on its page, as `results publish` recorded it.
+        (tmp_path / "audited" / "audited").write_bytes(marker.read_bytes())
     page = render_results(tmp_path / "audited", harness, f"harness-probe results render {harness}")
     assert page == (RESULTS / f"{harness}.md").read_text()
 

@@ -116,3 +116,20 @@ def test_junit_reports_missing_episodes(run: Run) -> None:
         "hermes.tool_success",
         "reference.tool_failure",
     ]
+
+
+def test_reports_list_the_first_reasons_of_a_check_and_say_how_many_more(run: Run) -> None:
+    """A check failing with a reason per call of a very large episode: report.md, report.html and junit.xml each
+    list MAX_REASONS of them and say how many more scenario_result.json holds; fewer are listed whole."""
+    from orchestrator.report.table import MAX_REASONS, listed
+
+    many = [f"call_{i}: collected marker file missing" for i in range(MAX_REASONS + 5)]
+    assert listed(many) == (many[:MAX_REASONS], "… 5 more in scenario_result.json")
+    assert listed(many[:3]) == (many[:3], None)
+    failing = next(c for r in run.results for c in r["checks"] if c["status"] == "fail")
+    failing["reasons"] = many
+    summary = build_summary(run.dir, run.suite, run.results, True, T0, T1)
+    junit = render_junit(summary).decode()
+    for text in (render_markdown(summary).replace("\\_", "_"), render_html(summary), junit):  # md escapes _
+        assert f"call_{MAX_REASONS - 1}:" in text and f"call_{MAX_REASONS}:" not in text
+        assert "… 5 more in scenario_result.json" in text

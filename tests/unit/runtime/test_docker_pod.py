@@ -43,15 +43,19 @@ class RecordingEngine:
     def volume(self, name: str, labels: dict[str, str], tmpfs_size: str | None = None) -> Iterator[_Volume]:
         self.volumes[name] = tmpfs_size
         self.log.append(f"volume {name}")
-        yield _Volume(name)
-        self.log.append(f"remove volume {name}")
+        try:
+            yield _Volume(name)
+        finally:  # as the engine's: however the block ends
+            self.log.append(f"remove volume {name}")
 
     @contextmanager
     def container(self, spec: ContainerSpec) -> Iterator[_Container]:
         self.containers[spec.name] = spec
         self.log.append(f"create {spec.name}")
-        yield _Container(spec, self.log)
-        self.log.append(f"remove {spec.name}")
+        try:
+            yield _Container(spec, self.log)
+        finally:
+            self.log.append(f"remove {spec.name}")
 
 
 def _spec() -> PodSpec:
@@ -77,14 +81,16 @@ def test_the_holder_keeps_every_in_memory_volume_and_the_proxy_root_is_read_only
         pass
     holder, proxy, harness = (engine.containers[n] for n in ("ep-holder", "ep-proxy", "ep-harness"))
     in_memory = {name for name, size in engine.volumes.items() if size is not None}
-    assert in_memory == {"ep-w0", "ep-p0", "ep-files"}
+    assert in_memory == {"ep-w0", "ep-p0"}
+    # The proxy's files (written by harness-probe alone, before it starts) are on disk: they need no holder.
+    assert "ep-files" in engine.volumes and engine.volumes["ep-files"] is None
     assert engine.volumes["ep-p0"] == "96m" and engine.volumes["ep-w0"] == "512m"
     # The holder: idle, no network, read-only, every in-memory volume mounted read-only.
     assert [*(holder.entrypoint or []), *(holder.command or [])] == HOLDER_COMMAND
     assert holder.network == "none" and holder.read_only and holder.image == "proxy:1"
     assert {v: m["mode"] for v, m in holder.volumes.items()} == dict.fromkeys(in_memory, "ro")
     assert all(m["bind"].startswith(f"{HELD_DIR}/") for m in holder.volumes.values())
-    # The proxy: a read-only root, its witness folder and its files in memory, the harness's volumes not at all.
+    # The proxy: a read-only root, its witness folder in memory, its files on disk, the harness's volumes not at all.
     assert proxy.read_only and "/tmp" in proxy.tmpfs
     binds: dict[str, Any] = {m["bind"]: (v, m["mode"]) for v, m in proxy.volumes.items()}
     assert binds == {
@@ -93,9 +99,10 @@ def test_the_holder_keeps_every_in_memory_volume_and_the_proxy_root_is_read_only
         "/probe/scenario": ("ep-files", "rw"),
     }
     assert harness.read_only and {m["bind"] for m in harness.volumes.values()} == {"/probe/markers", "/home/probe"}
-    # Held before anything writes to the volumes, and removed only after the proxy and the harness.
+    # Held before the harness's files are copied into its in-memory volume (at its creation), and removed only after
+    # the proxy and the harness.
     log = engine.log
-    assert log.index("start ep-holder") < log.index("create ep-proxy")
+    assert log.index("start ep-holder") < log.index("create ep-harness")
     assert log.index("remove ep-holder") > log.index("remove ep-proxy") > log.index("remove ep-harness")
 
 
@@ -106,3 +113,29 @@ def test_a_pod_with_nothing_in_memory_needs_no_holder() -> None:
     with docker_pod(cast(Engine, engine), spec):
         pass
     assert "ep-holder" not in engine.containers and engine.containers["ep-proxy"].read_only
+
+
+def test_a_holder_that_fails_to_start_fails_the_pod_before_the_harness_exists_and_is_removed() -> None:
+    """The holder starts in a thread of its own: what it raises is the pod's error, raised before the harness is
+    created, and whatever it created is still removed with the rest."""
+
+    class BrokenHolder(RecordingEngine):
+        @contextmanager
+        def container(self, spec: ContainerSpec) -> Iterator[_Container]:
+            with super().container(spec) as c:
+                if spec.name.endswith("-holder"):
+
+                    def start() -> None:
+                        raise RuntimeError("engine refused to start the holder")
+
+                    c.start = start  # type: ignore[method-assign]
+                yield c
+
+    engine = BrokenHolder()
+    try:
+        with docker_pod(cast(Engine, engine), _spec()):
+            raise AssertionError("the pod was handed out")
+    except RuntimeError as exc:
+        assert "refused to start the holder" in str(exc)
+    assert "create ep-harness" not in engine.log
+    assert {"remove ep-holder", "remove ep-proxy", "remove volume ep-p0", "remove volume ep-files"} <= set(engine.log)

@@ -153,3 +153,41 @@ def test_side_by_side_items_start_in_the_given_order_and_results_keep_the_items_
     assert set(started[:2]) == {3, 6} and sorted(started[2:]) == [0, 1, 2, 4, 5, 7]
     with pytest.raises(ValueError, match="exactly once"):
         run_pool(list(range(3)), work, 2, cleanup=lambda: None, order=[0, 0, 1])
+
+
+def test_a_stop_between_an_items_submission_and_the_noting_of_its_future_still_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C that lands right after an item was handed to the pool, before the pool noted its future (the item
+    already running, as the item that stopped the run is): the stop still reaps and waits for that item. It once
+    returned while the item ran on, so the interrupted run dropped the folder of the very episode it was writing."""
+    import concurrent.futures
+    from typing import Any
+
+    from orchestrator import parallel
+
+    running = threading.Event()
+    returned: list[int] = []
+
+    class StoppedRightAfterSubmit(concurrent.futures.ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            future = super().submit(fn, *args, **kwargs)
+            if args and args[0] == 1:
+                assert running.wait(10)
+                raise KeyboardInterrupt  # where a signal may land: before the caller has the future
+            return future
+
+    monkeypatch.setattr(parallel, "ThreadPoolExecutor", StoppedRightAfterSubmit)
+    removed = threading.Event()
+
+    def work(i: int, free: Callable[[], None]) -> dict[str, int]:
+        if i == 1:
+            running.set()
+            assert removed.wait(10), "never reaped"
+            time.sleep(0.2)  # returns well after the stop's first clean-up round
+        returned.append(i)
+        return {"i": i}
+
+    with pytest.raises(KeyboardInterrupt):
+        run_pool(list(range(4)), work, 2, cleanup=removed.set)
+    assert 1 in returned  # the pool waited for it before the stop propagated
