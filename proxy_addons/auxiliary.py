@@ -32,8 +32,12 @@ class AuxiliaryReplies:
         self._side_replies = 0
 
     def models(self, attempt: Attempt, route: Route) -> OutgoingResponse:
-        # Anthropic clients send `anthropic-version` on every request and expect their own model shape.
-        anthropic = any(name.lower() == b"anthropic-version" for name, _ in attempt.request.headers)
+        # Anthropic clients send `anthropic-version` on every request and expect their own model shape; Google's
+        # ask under `/v1beta/models` (or send `x-goog-api-key`) and expect theirs.
+        names = {name.lower() for name, _ in attempt.request.headers}
+        if route.protocol == "gemini" or b"x-goog-api-key" in names:
+            return self._gemini_models(attempt, route)
+        anthropic = b"anthropic-version" in names
         model = self._scenario.model
         if anthropic:
             entry: dict[str, Any] = {
@@ -57,6 +61,24 @@ class AuxiliaryReplies:
         else:
             error = {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}}
         return self.json_reply(attempt, 404, error)
+
+    def _gemini_models(self, attempt: Attempt, route: Route) -> OutgoingResponse:
+        """The Gemini API's `Model` (`models/ID`), its window as `inputTokenLimit` when the scenario has one."""
+        model = self._scenario.model
+        entry: dict[str, Any] = {
+            "name": f"models/{model}",
+            "version": "001",
+            "displayName": model,
+            "supportedGenerationMethods": ["generateContent", "countTokens"],
+        }
+        if self._scenario.context_window is not None:
+            entry["inputTokenLimit"] = self._scenario.context_window
+        if route.kind is RouteKind.MODEL_LIST:
+            return self.json_reply(attempt, 200, {"models": [entry]})
+        if route.model_id in (model, f"models/{model}"):
+            return self.json_reply(attempt, 200, entry)
+        message = f"models/{route.model_id} is not found for API version v1beta, or is not supported"
+        return self.json_reply(attempt, 404, {"error": {"code": 404, "message": message, "status": "NOT_FOUND"}})
 
     def side_reply(self, attempt: Attempt, codec: Codec, model_request: ModelRequest) -> OutgoingResponse:
         """A canned text reply to a tool-less side request; it neither uses nor moves the script."""

@@ -14,6 +14,9 @@ from proxy_addons.wire import ResetResponse, TimedReply, TimedResponse, WireOutc
 
 # The comment line a withheld stream sends after its headers, as real providers' keep-alives do.
 WITHHOLD_PREAMBLE = b": probe wait\n\n"
+# Protocols whose provider sends no comment lines: Google's SSE readers take any line that is not `data:` for JSON
+# (google-genai fails on it at once, the JS SDK never matches an event again), so a withheld Gemini stream is silent.
+SILENT_STREAMS = frozenset({"gemini"})
 
 
 def format_seconds(value: float) -> str:
@@ -84,7 +87,7 @@ class FaultReplies:
                 status=200,
                 headers=SSE_HEADERS,
                 chunked=True,
-                preamble=WITHHOLD_PREAMBLE,
+                preamble=b"" if attempt.protocol in SILENT_STREAMS else WITHHOLD_PREAMBLE,
                 ending=wire.WITHHELD,
                 hold_seconds=fault.max_seconds,
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from proxy_addons import compaction
@@ -15,6 +16,7 @@ from proxy_addons.chat import ChatCodec
 from proxy_addons.delivery import Refusal, delivery_for
 from proxy_addons.exchange import SSE_HEADERS, Answer, IncomingRequest, OutgoingResponse, parse_json_body
 from proxy_addons.fault_replies import FaultReplies
+from proxy_addons.gemini import GeminiCodec
 from proxy_addons.issued_calls import CallState, tool_call_fields
 from proxy_addons.limits import MAX_BODY_BYTES, body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
@@ -29,7 +31,9 @@ __all__ = ["CODECS", "Answer", "IncomingRequest", "Interpreter", "OutgoingRespon
 
 logger = logging.getLogger(__name__)
 
-CODECS: dict[str, Codec] = {codec.protocol: codec for codec in (ChatCodec(), ResponsesCodec(), MessagesCodec())}
+CODECS: dict[str, Codec] = {
+    codec.protocol: codec for codec in (ChatCodec(), ResponsesCodec(), MessagesCodec(), GeminiCodec())
+}
 
 
 class Interpreter:
@@ -134,12 +138,14 @@ class Interpreter:
         request = attempt.request
         route = match_route(request.method, request.path)
         if route.kind is RouteKind.MODEL and route.protocol in CODECS:
-            return self._model_call(attempt, CODECS[route.protocol])
+            return self._model_call(attempt, CODECS[route.protocol], route.stream)
         if route.kind in (RouteKind.MODEL_LIST, RouteKind.MODEL_GET):
             return self._auxiliary.models(attempt, route)
         if route.kind is RouteKind.COUNT_TOKENS:
             # An estimate is all a harness can use it for; the count is not part of any join.
-            return self._auxiliary.json_reply(attempt, 200, {"input_tokens": max(1, len(request.body) // 4)})
+            estimate = max(1, len(request.body) // 4)
+            count = {"totalTokens": estimate} if route.protocol == "gemini" else {"input_tokens": estimate}
+            return self._auxiliary.json_reply(attempt, 200, count)
         if route.kind is RouteKind.PROBE:
             message = f"{request.method} {request.path} is not served by this provider"
             return self._auxiliary.json_reply(
@@ -148,17 +154,20 @@ class Interpreter:
         detail = f"no provider route for {request.method} {request.path}"
         return self._reject(attempt, "unknown_route", detail)
 
-    def _model_call(self, attempt: Attempt, codec: Codec) -> Answer:
+    def _model_call(self, attempt: Attempt, codec: Codec, stream: bool | None = None) -> Answer:
         attempt.protocol = codec.protocol
         body = attempt.parsed
         if not isinstance(body, dict):
             detail = "request body is not JSON" if body is None else "request body must be a JSON object"
             return self._reject(attempt, "bad_request", detail)
-        attempt.stream = body.get("stream") is True
+        attempt.stream = stream if stream is not None else body.get("stream") is True
         try:
             model_request = codec.parse_request(body)
         except RequestShapeError as exc:
             return self._reject(attempt, "bad_request", str(exc))
+        if stream is not None:
+            # The path says whether to stream (Gemini's `:streamGenerateContent`), not the body.
+            model_request = replace(model_request, stream=stream)
         attempt.stream = model_request.stream
         model_request = self._delivery.adapt(body, model_request, {k: s.call for k, s in self._sent.items()})
 

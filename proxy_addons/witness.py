@@ -33,11 +33,13 @@ ALLOWED_HEADERS = frozenset(
         "x-claude-code-session-id",
         "x-client-request-id",
         "thread-id",
+        # The Gemini SDKs' client and version, as the x-stainless-* headers are the OpenAI and Anthropic SDKs'.
+        "x-goog-api-client",
     }
 )
 ALLOWED_PREFIXES = ("x-stainless-", "openai-", "x-codex-")
 # Kept only as a hash: enough to tell whether two attempts used the same key, useless to a reader.
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "openai-api-key"})
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "openai-api-key", "x-goog-api-key"})
 
 # Durability (what changed for latency): a line is written and flushed to the kernel before `write` returns,
 # so it is in the page cache before the reply it records leaves and a crash of the proxy process loses

@@ -12,6 +12,7 @@ from orchestrator.checks.model import REGISTRY, Check, CheckResult, Kind, Status
 _PROFILE_MODULES = (
     "rollout_schema",
     "rollout_semantic",
+    "sources",
     "exercise",
     "attempts",
     "wire",

@@ -124,9 +124,11 @@ def tokens_match(ev: Evidence) -> list[str]:
     reasons = [broken] if broken else []
     idless = join_calls(ev).idless
     if idless:
+        # Named, so a reason goes with the very calls it is about.
+        names = ", ".join(join_calls(ev).idless_names[:5]) + (", ..." if idless > 5 else "")
         reasons.append(
-            f"{idless} successes are recorded without a response id beside successes recorded with one: they can be "
-            "joined neither by id nor in order, so their counts are compared with nothing"
+            f"{idless} successes ({names}) are recorded without a response id beside successes recorded with one: "
+            "they can be joined neither by id nor in order, so their counts are compared with nothing"
         )
     joined = _joined(ev)
     if not joined and not broken:

@@ -100,6 +100,7 @@ LIES: dict[str, str] = {
     "history.witness_results": "the history's tool results differ from what the model saw on the wire",
     "ownership.wire_sessions": "invocation ownership disagrees with the wire's session header or its conversations",
     "tokens.totals_match": "session or step token totals disagree with the calls or with the wire",
+    "sources.agree": "its two records of the same run (a session log and OpenTelemetry) contradict each other",
     "compaction.recorded": "pushed to its context limit, it never compacted, or did not record the compaction",
     "process.exit_status": "its exit status says the opposite of how the episode ended (e.g. 0 after a terminal error)",
 }

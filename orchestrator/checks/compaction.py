@@ -13,7 +13,7 @@ from orchestrator.checks.model import Kind, check
 
 __all__ = ["Compaction", "witnessed_compactions"]
 
-_MODEL_PATHS = ("/chat/completions", "/responses", "/messages")
+_MODEL_PATHS = ("/chat/completions", "/responses", "/messages", ":generateContent", ":streamGenerateContent")
 # A side request is taken for a summarization call only when it says so: harnesses also send other side
 # requests (titles, topic checks) that are not compaction. Every compaction prompt seen names one of these.
 _SUMMARY_WORDS = ("summar", "compact", "condense")

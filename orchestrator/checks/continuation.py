@@ -16,7 +16,7 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 
 def result_ids(request: Any) -> set[str]:
-    """Tool-call ids whose results a request's history carries, in any of the three protocols."""
+    """Tool-call ids whose results a request's history carries, in any of the four protocols."""
     if not isinstance(request, dict):
         return set()
     ids: set[str] = set()
@@ -28,6 +28,12 @@ def result_ids(request: Any) -> set[str]:
         for block in _dicts(item.get("content")):
             if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 ids.add(block["tool_use_id"])  # Messages
+    for content in _dicts(request.get("contents")):
+        for part in _dicts(content.get("parts")):
+            # Gemini: the API takes the proto name of a field as well as its JSON name.
+            answer = part.get("functionResponse", part.get("function_response"))
+            if isinstance(answer, dict) and isinstance(answer.get("id"), str):
+                ids.add(answer["id"])
     return ids
 
 

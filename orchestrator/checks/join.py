@@ -174,6 +174,7 @@ class Join:
     order_join_broken: str | None = None
     # Successes recorded without an id beside successes recorded with one: joined neither by id nor by order.
     idless: int = 0
+    idless_names: list[str] = field(default_factory=list)  # their model_call_ids, for the reasons that name them
     keys: list[Key] = field(default_factory=list)  # rollout_key of each pair's call, in the order of pairs
     # Every call is the attempt at its own position, key for key (the honest case): nothing is left unpaired, and
     # each key is recorded exactly as often as the wire shows it.
@@ -241,7 +242,9 @@ def _join(ev: Evidence) -> Join:
         # with any reply that carried none (a models list, a title), and by order only when no success has an id.
         # One invented id must not turn an order join that fails into an id join that compares nothing.
         if key[0] == "ok" and (broken or (not by_order and key[1] is None)):
-            out.idless += not broken
+            if not broken:
+                out.idless += 1
+                out.idless_names.append(str(c.get("model_call_id")))
             unmatched.append(c)
             continue
         queued = queues.get(key)

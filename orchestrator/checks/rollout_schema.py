@@ -142,7 +142,7 @@ def calls_identity(ev: Evidence) -> list[str]:
     depends_on=("calls.present",),
 )
 def calls_protocol(ev: Evidence) -> list[str]:
-    """Every model call names its provider protocol (chat, responses or messages)."""
+    """Every model call names its provider protocol (chat, responses, messages or gemini)."""
     calls = _items(ev, "model_calls")
     names = _distinct([c.get("protocol") for c in calls]) if _all_dicts(calls) else None
     pointer = "/$defs/model_call/properties/protocol"

@@ -63,6 +63,7 @@ HARNESSES: dict[str, str] = {
     "copilot": "orchestrator.harnesses.copilot:CopilotHarness",
     "qwen-code": "orchestrator.harnesses.qwen_code:QwenCodeHarness",
     "crewai": "orchestrator.harnesses.crewai:CrewAIHarness",
+    "gemini-cli": "orchestrator.harnesses.gemini_cli:GeminiCliHarness",
     "atif": "orchestrator.harnesses.atif:AtifHarness",
     "cline": "orchestrator.harnesses.cline:ClineHarness",
     "openclaw": "orchestrator.harnesses.openclaw:OpenClawHarness",

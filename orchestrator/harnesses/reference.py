@@ -45,7 +45,7 @@ MODES: dict[str, str] = {
     "hostile-atif-strict": "a trajectory.json with a duplicate key and a huge integer; a linked one",
     "hostile-deep-tree": "the rollout moved 1,100 folders deep",
 }
-PROTOCOLS = ("chat", "responses", "messages")
+PROTOCOLS = ("chat", "responses", "messages", "gemini")
 # Per HTTP request: a withheld reply makes the SDK give up and retry well within the episode.
 REQUEST_TIMEOUT_S = 15
 TARGETS_ENV = "PROBE_HOSTILE_TARGETS"  # images/reference/probe_reference/hostile_sandbox.py
@@ -56,7 +56,7 @@ class ReferenceHarness(Harness):
     image = "reference"
     description = (
         "harness-probe's own small agent (openai SDK: Chat Completions or Responses; anthropic SDK: Messages; "
-        "real shell): the control"
+        "google-genai: Gemini generateContent; real shell): the control"
     )
     protocols = PROTOCOLS
     native_paths = (_ROLLOUT_DIR,)
@@ -98,10 +98,12 @@ class ReferenceHarness(Harness):
             cmd.append("--stream")
         targets = self.settings.optional_text("targets")
         extra = {TARGETS_ENV: targets} if targets is not None else {}
+        # The anthropic SDK appends /v1/messages to its base URL itself, google-genai its API version and method.
+        root = ctx.base_url.rstrip("/").removesuffix("/v1")
         if self.protocol == "messages":
-            # The anthropic SDK appends /v1/messages to its base URL itself.
-            root = ctx.base_url.rstrip("/").removesuffix("/v1")
             env = {"ANTHROPIC_BASE_URL": root, "ANTHROPIC_API_KEY": ctx.api_key}
+        elif self.protocol == "gemini":
+            env = {"GOOGLE_GEMINI_BASE_URL": root, "GEMINI_API_KEY": ctx.api_key}
         else:
             env = {"OPENAI_BASE_URL": ctx.base_url, "OPENAI_API_KEY": ctx.api_key}
         return Launch(command=cmd, environment={**env, **extra})

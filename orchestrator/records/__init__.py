@@ -21,7 +21,7 @@ from orchestrator.records.result import (
     NormalizeRecord,
     ScenarioResult,
 )
-from orchestrator.records.rollout import Compaction, HarnessId, Provenance, Rollout
+from orchestrator.records.rollout import Compaction, Corroboration, HarnessId, Provenance, Rollout
 from orchestrator.records.runtime import (
     EngineInfo,
     ImageInfo,
@@ -59,6 +59,7 @@ __all__ = [
     "CollectionFinding",
     "CollectionLimits",
     "Compaction",
+    "Corroboration",
     "Counts",
     "EngineInfo",
     "EpisodeEvidence",

@@ -10,7 +10,7 @@ from orchestrator.records.outcome import Outcome
 from orchestrator.records.steps import Step
 from orchestrator.records.tools import ToolRecord
 
-__all__ = ["Compaction", "HarnessId", "Provenance", "Rollout"]
+__all__ = ["Compaction", "Corroboration", "HarnessId", "Provenance", "Rollout"]
 
 
 class HarnessId(TypedDict):
@@ -18,10 +18,22 @@ class HarnessId(TypedDict):
     version: str | None
 
 
+class Corroboration(TypedDict):
+    """A fact as another of the harness's sources records it (`sources.agree` holds the two equal)."""
+
+    fact: str  # JSON Pointer into the rollout
+    source: str
+    value: Any
+
+
 class Provenance(TypedDict, total=False):
-    """Which structural facts the normalizer inferred rather than read (absent: recorded)."""
+    """Which structural facts the normalizer inferred rather than read (absent: recorded), and, for a harness with
+    several records, which record each fact was read from and what the others say of it."""
 
     retry_placement: str  # recorded | inferred
+    sources: dict[str, str]  # name -> what the record is
+    facts: dict[str, str]  # JSON Pointer -> source name (the longest prefix wins)
+    corroboration: list[Corroboration]
 
 
 class Compaction(TypedDict):

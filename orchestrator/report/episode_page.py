@@ -92,7 +92,7 @@ def _val(value: Any) -> str:
 def _history(request: Any) -> str:
     if not isinstance(request, dict):
         return ""
-    msgs = request.get("messages", request.get("input"))
+    msgs = request.get("messages", request.get("input", request.get("contents")))
     n = len(msgs) if isinstance(msgs, list) else 0
     text = json.dumps(msgs if msgs is not None else request, ensure_ascii=False, indent=1, default=str)
     cut = len(text) > HISTORY_CHARS

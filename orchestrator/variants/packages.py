@@ -35,6 +35,7 @@ PACKAGES: dict[str, Package] = {
     "copilot": Package("npm", "@github/copilot", "/opt/copilot"),
     "openclaw": Package("npm", "openclaw", "/opt/openclaw"),
     "qwen-code": Package("npm", "@qwen-code/qwen-code", "/opt/qwen-code"),
+    "gemini-cli": Package("npm", "@google/gemini-cli", "/opt/gemini-cli"),
     "hermes": Package("pypi", "hermes-agent", "/opt/hermes"),
     "mini-swe-agent": Package("pypi", "mini-swe-agent", "/opt/mini-swe-agent"),
     "nooa": Package("pypi", "nooa", "/opt/nooa"),

@@ -240,6 +240,38 @@ def terminus_2_its_own_trajectory_reads_as_atif(out: Path) -> None:
     assert len(rollout["model_calls"]) >= 3
 
 
+def gemini_cli_spoke_only_generate_content_and_nothing_else(out: Path) -> None:
+    for episode in sorted((out / "gemini-cli").iterdir()):
+        events = [json.loads(line) for line in (episode / "witness.jsonl").read_text().splitlines()]
+        attempts = [e for e in events if e["event"] == "attempt"]
+        # Only the agent's own streamed turns: no countTokens, models list, side request or other host (usage
+        # statistics and the update check are off in its settings).
+        assert {(e["kind"], e["protocol"], e["stream"]) for e in attempts} == {("model", "gemini", True)}, episode.name
+        assert {e["path"] for e in attempts} == {"/v1beta/models/probe-model:streamGenerateContent?alt=sse"}
+        assert [e for e in events if e["event"] in ("violation", "egress")] == [], episode.name
+
+
+def gemini_cli_ends_on_its_own_but_for_a_silent_stream(out: Path) -> None:
+    for name, r in results(out, "gemini-cli").items():
+        # It never gives up on a stream that went silent; a 400 and a cut stream end it with 1.
+        expected = (
+            ("deadline", None)
+            if name == "harness_deadline"
+            else ("exited", 1 if name in ("model_error", "stream_cut") else 0)
+        )
+        assert (r["execution"]["status"], r["execution"]["exit_code"]) == expected, (name, r["execution"])
+        runtime = json.loads((out / "gemini-cli" / name / "runtime.json").read_text())
+        assert runtime["harness"]["version"] == "gemini-cli 0.61.0"
+
+
+def gemini_cli_both_records_were_read_in_every_episode(out: Path) -> None:
+    for episode in sorted((out / "gemini-cli").iterdir()):
+        assert list((episode / "native" / ".gemini" / "tmp").glob("*/chats/session-*.jsonl")), episode.name
+        assert (episode / "native" / ".gemini-probe" / "telemetry.log").stat().st_size > 0, episode.name
+        rollout = json.loads((episode / "rollout.json").read_text())
+        assert set(rollout["provenance"]["sources"]) == {"session", "otel"}, episode.name
+
+
 OWN: dict[str, tuple[Callable[[Path], None], ...]] = {
     "claude-code": (
         claude_code_runtime_records_the_locked_image,
@@ -252,6 +284,11 @@ OWN: dict[str, tuple[Callable[[Path], None], ...]] = {
         cline_its_telemetry_stays_off_only_the_feature_flag_lookup_is_left,
     ),
     "codex": (codex_each_scenario_ran_to_the_end_on_its_own,),
+    "gemini-cli": (
+        gemini_cli_spoke_only_generate_content_and_nothing_else,
+        gemini_cli_ends_on_its_own_but_for_a_silent_stream,
+        gemini_cli_both_records_were_read_in_every_episode,
+    ),
     "hermes": (hermes_runtime_records_the_locked_image,),
     "mini-swe-agent": (
         mini_swe_agent_each_scenario_ran_to_the_end_on_its_own,

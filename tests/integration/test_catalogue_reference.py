@@ -20,6 +20,7 @@ MODES = {
     "chat-stream": ["-a", "stream=true"],
     "responses-stream": ["-a", "protocol=responses", "-a", "stream=true"],
     "messages-stream": ["-a", "protocol=messages", "-a", "stream=true"],
+    "gemini-stream": ["-a", "protocol=gemini", "-a", "stream=true"],
 }
 
 
@@ -64,12 +65,15 @@ MISREPORTS = [
 ]
 
 
+@pytest.mark.parametrize("protocol", ["chat", "gemini"])
 @pytest.mark.parametrize(("mode", "scenario", "expected"), MISREPORTS, ids=[m for m, _, _ in MISREPORTS])
 def test_misreporting_mode_fails_the_expected_checks(
-    images: Images, tmp_path: Path, mode: str, scenario: str, expected: set[str]
+    images: Images, tmp_path: Path, mode: str, scenario: str, expected: set[str], protocol: str
 ) -> None:
     out = tmp_path / "out"
-    res = hp("run", "-H", "reference", "-s", scenario, "-a", f"mode={mode}", "-o", str(out))
+    res = hp(
+        "run", "-H", "reference", "-s", scenario, "-a", f"mode={mode}", "-a", f"protocol={protocol}", "-o", str(out)
+    )
     assert res.code == 1, res.stdout[-3000:] + res.stderr[-2000:]
     result = _results(out)[scenario]
     assert result["execution"]["status"] == "exited"

@@ -16,14 +16,19 @@ from probe_reference.modes import MODES
 from probe_reference.rollout import PROTOCOLS
 
 DEFAULT_ROLLOUT = "~/.probe-reference/rollout.json"
+# The base URL and API key variables each protocol's own SDK reads (the openai SDK's for chat and responses).
+ENVIRONMENT = {
+    "messages": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+    "gemini": ("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="probe-reference",
         description=(
-            "harness-probe's reference agent: Chat Completions, Responses or Anthropic Messages, one bash tool, "
-            "and a probe-rollout/v1 about its own run."
+            "harness-probe's reference agent: Chat Completions, Responses, Anthropic Messages or Gemini "
+            "generateContent, one bash tool, and a probe-rollout/v1 about its own run."
         ),
     )
     parser.add_argument("--version", action="version", version=f"probe-reference {__version__}")
@@ -33,10 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--base-url",
         default=None,
-        help="provider base URL (default: env OPENAI_BASE_URL, or ANTHROPIC_BASE_URL for messages)",
+        help="provider base URL (default: env OPENAI_BASE_URL; ANTHROPIC_BASE_URL for messages, "
+        "GOOGLE_GEMINI_BASE_URL for gemini)",
     )
     parser.add_argument(
-        "--api-key", default=None, help="API key (default: env OPENAI_API_KEY, or ANTHROPIC_API_KEY for messages)"
+        "--api-key",
+        default=None,
+        help="API key (default: env OPENAI_API_KEY; ANTHROPIC_API_KEY for messages, GEMINI_API_KEY for gemini)",
     )
     parser.add_argument("--stream", action="store_true", help="request SSE streams (with usage, for chat)")
     parser.add_argument("--rollout", default=DEFAULT_ROLLOUT, help=f"rollout file ({DEFAULT_ROLLOUT})")
@@ -79,14 +87,14 @@ def _positive_float(text: str) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     version_forever(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    env_prefix = "ANTHROPIC" if args.protocol == "messages" else "OPENAI"
+    url_env, key_env = ENVIRONMENT.get(args.protocol, ("OPENAI_BASE_URL", "OPENAI_API_KEY"))
     config = Config(
         task=args.task,
         rollout_path=Path(args.rollout).expanduser(),
         model=args.model,
         # Resolved here rather than left to the SDK so the documented defaults are visible in one place.
-        base_url=args.base_url or os.environ.get(f"{env_prefix}_BASE_URL") or None,
-        api_key=args.api_key or os.environ.get(f"{env_prefix}_API_KEY") or None,
+        base_url=args.base_url or os.environ.get(url_env) or None,
+        api_key=args.api_key or os.environ.get(key_env) or None,
         stream=args.stream,
         max_steps=args.max_steps,
         task_id=args.task_id,

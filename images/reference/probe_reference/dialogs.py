@@ -31,8 +31,16 @@ def open_dialog(
 ) -> Dialog:
     """The SDK's own retry count applies; `timeout_s` bounds each HTTP request (None: the SDK's default).
 
-    Each protocol's module (and so its SDK) is imported here, when it is used: an episode never loads the other SDK.
+    Each protocol's module (and so its SDK) is imported here, when it is used: an episode never loads the other SDKs.
     """
+    if protocol == "gemini":
+        # The google-genai SDK notices a missing key only when it sends; say so before anything is sent.
+        if not api_key:
+            raise ConfigError("no API key: pass --api-key or set GEMINI_API_KEY")
+        from probe_reference.gemini import GeminiDialog, gemini_client
+
+        gemini = gemini_client(log, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+        return GeminiDialog(gemini, model=model, system_prompt=system_prompt, task=task)
     if protocol == "messages":
         from probe_reference.messages import MessagesDialog
 

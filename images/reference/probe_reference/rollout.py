@@ -13,8 +13,8 @@ SCHEMA_ID = "probe-rollout/v1"
 
 OutcomeStatus = Literal["completed", "error", "unknown"]
 ToolStatus = Literal["succeeded", "failed"]
-ProtocolName = Literal["chat", "responses", "messages"]
-PROTOCOLS: tuple[ProtocolName, ...] = ("chat", "responses", "messages")
+ProtocolName = Literal["chat", "responses", "messages", "gemini"]
+PROTOCOLS: tuple[ProtocolName, ...] = ("chat", "responses", "messages", "gemini")
 
 
 class TokenStats(TypedDict):

@@ -111,7 +111,8 @@ def test_core_fields_alone_give_a_valid_rollout_and_name_what_atif_cannot_hold(n
         (t["tool_call_id"], t["arguments"], t["output"]) for t in rollout["tool_calls"]
     ]
     assert all(t["status"] is None and t["exit_code"] is None for t in got["tool_calls"])
-    ok = [c for c in rollout["model_calls"] if c["status_code"] == 200]
+    # A success is a 200 that delivered its reply: a stream cut after its status line (200, `stream_cut`) is not one.
+    ok = [c for c in rollout["model_calls"] if c["status_code"] == 200 and c["error_category"] is None]
     assert [c["token_stats"]["prompt"] for c in got["model_calls"]] == [c["token_stats"]["prompt"] for c in ok]
     assert all(c["status_code"] is None and c["response_id"] is None for c in got["model_calls"])
     # Only wire facts are null; the document otherwise meets probe-rollout/v1 where it can.

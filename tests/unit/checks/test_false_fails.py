@@ -34,6 +34,7 @@ NATIVE = (
     "codex",
     "copilot",
     "crewai",
+    "gemini-cli",
     "hermes",
     "kilo",
     "nooa",

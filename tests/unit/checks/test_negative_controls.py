@@ -279,6 +279,12 @@ def m_compaction(ep: Episode) -> None:
         inv["model_call_refs"] = [r for r in inv["model_call_refs"] if r not in helpers]
 
 
+def m_sources(ep: Episode) -> None:
+    # Gemini CLI's telemetry made to say another prompt count for a reply than its chat recording does.
+    entry = next(e for e in ep.rollout["provenance"]["corroboration"] if e["fact"].endswith("/token_stats"))
+    entry["value"] = {**entry["value"], "prompt": entry["value"]["prompt"] + 1}
+
+
 def m_egress(ep: Episode) -> None:
     ep.add_event({"event": "egress", "kind": "dns", "target": "telemetry.example.com", "detail": "A"})
 
@@ -325,6 +331,7 @@ CONTROLS = [
     ("witness.faults_played", "retry_429", m_faults_played),
     ("ownership.wire_sessions", "native:codex/retry_429", m_wire_sessions),
     ("tokens.totals_match", "native:hermes/retry_429", m_totals),
+    ("sources.agree", "native:gemini-cli/retry_429", m_sources),
     ("compaction.recorded", "context_compaction", m_compaction),
     ("process.exit_status", "model_error", m_exit_status),
 ]

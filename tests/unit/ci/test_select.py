@@ -17,7 +17,7 @@ from tests.unit.ci.conftest import hp
 REPO_ROOT = checkout_root() or Path(__file__).resolve().parents[3]
 
 ALL = sorted(set(HARNESSES) - IMAGE_FROM_OPTIONS)
-NPM = ["claude-code", "cline", "codex", "copilot", "kilo", "openclaw", "opencode", "pi", "qwen-code"]
+NPM = ["claude-code", "cline", "codex", "copilot", "gemini-cli", "kilo", "openclaw", "opencode", "pi", "qwen-code"]
 
 TABLE: list[tuple[str, list[str], list[str]]] = [
     ("nothing changed", [], []),
@@ -53,6 +53,18 @@ TABLE: list[tuple[str, list[str], list[str]]] = [
         ["reference"],
     ),
     ("shared parent image", ["images/node/Dockerfile"], NPM),
+    (
+        "a harness named with a dash, in every place it owns",
+        [
+            "orchestrator/harnesses/gemini_cli/calls.py",
+            "images/gemini-cli/package-lock.json",
+            "tests/fixtures/native/gemini-cli/retry_429/checks.json",
+            "tests/golden/gemini-cli/verdicts.json",
+            "tests/unit/harnesses/test_gemini_cli_otel.py",
+        ],
+        ["gemini-cli"],
+    ),
+    ("the OpenTelemetry reader adapters share", ["orchestrator/harnesses/otel/read.py"], ALL),
     (
         "two harnesses and docs",
         ["orchestrator/harnesses/pi/calls.py", "docs/results/hermes.md", "README.md"],

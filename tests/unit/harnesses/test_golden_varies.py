@@ -28,3 +28,16 @@ def test_without_varies_a_flip_is_a_difference() -> None:
     assert differences(table("pass", "pass"), table("fail", "pass")) == [
         "stream_cut / calls.timing: golden pass, now fail"
     ]
+
+
+def test_a_verdict_varies_only_where_named() -> None:
+    passed, failed = table("pass", "pass"), table("fail", "pass")
+    passed["scenarios"]["stream_cut"]["verdict"] = "pass"
+    golden = {**passed, "varies": {"stream_cut / calls.timing": "a race", "stream_cut / verdict": "with calls.timing"}}
+    assert differences(golden, failed) == []
+    del golden["varies"]["stream_cut / verdict"]
+    assert differences(golden, failed) == ["stream_cut: verdict golden 'pass', now 'fail'"]
+    errored = table("pass", "pass")
+    errored["scenarios"]["stream_cut"]["verdict"] = "error"
+    golden["varies"]["stream_cut / verdict"] = "with calls.timing"
+    assert differences(golden, errored) == ["stream_cut: verdict golden 'pass', now 'error'"]

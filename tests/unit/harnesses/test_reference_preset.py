@@ -63,8 +63,16 @@ def test_messages_uses_the_anthropic_environment_without_v1(base_url: str) -> No
     assert launch.environment == {"ANTHROPIC_BASE_URL": "http://provider:8080", "ANTHROPIC_API_KEY": ctx.api_key}
 
 
-def test_declares_all_three_protocols_and_lists_every_choice() -> None:
-    assert ReferenceHarness.protocols == PROTOCOLS == ("chat", "responses", "messages")
+@pytest.mark.parametrize("base_url", ["http://provider:8080/v1", "http://provider:8080/v1/"])
+def test_gemini_uses_google_genais_environment_without_v1(base_url: str) -> None:
+    ctx = LaunchContext(base_url=base_url, task_id="t")
+    launch = ReferenceHarness({"protocol": "gemini", "stream": "true"}).launch(load_scenario("tool_success"), ctx)
+    assert _flag(launch.command, "--protocol") == "gemini" and "--stream" in launch.command
+    assert launch.environment == {"GOOGLE_GEMINI_BASE_URL": "http://provider:8080", "GEMINI_API_KEY": ctx.api_key}
+
+
+def test_declares_all_four_protocols_and_lists_every_choice() -> None:
+    assert ReferenceHarness.protocols == PROTOCOLS == ("chat", "responses", "messages", "gemini")
     declared = {o.name: o for o in ReferenceHarness.options_declared}
     assert set(declared) == {"mode", "stream", "protocol", "targets"}
     assert declared["mode"].choices == tuple(MODES)
@@ -77,7 +85,7 @@ def test_declares_all_three_protocols_and_lists_every_choice() -> None:
     [
         ({"mode": "lying"}, "option mode='lying' is not one of: honest, hang, drop_failed_attempt"),
         ({"mode": "drop-failed-attempt"}, "option mode='drop-failed-attempt' is not one of"),
-        ({"protocol": "completions"}, "option protocol='completions' is not one of: chat, responses, messages"),
+        ({"protocol": "completions"}, "option protocol='completions' is not one of: chat, responses, messages, gemini"),
         ({"stream": "maybe"}, "option stream='maybe' is not true or false"),
         ({"colour": "red"}, "has no option(s) ['colour']"),
     ],

@@ -217,3 +217,13 @@ def test_a_check_with_more_reasons_than_the_page_lists_says_how_many_more(tmp_pa
     page = render_episode(ev, result, paths.root)
     assert f"call_x{MAX_REASONS - 1}:" in page and f"call_x{MAX_REASONS}:" not in page
     assert f"{len(many)} reason(s)" in page and "… 7 more in scenario_result.json" in page
+
+
+def test_a_gemini_episode_shows_its_protocol_and_the_contents_it_sent(tmp_path: Path) -> None:
+    paths = _episode(tmp_path, "gemini_tool_success")
+    rollout = json.loads(paths.rollout.read_text())
+    ev, result = _judged(paths, rollout)
+    page = render_episode(ev, result, paths.root)
+    assert "gemini POST" in page and ":streamGenerateContent?alt=sse" in page
+    # The last request's history is Gemini's `contents`: the task, then two calls with their results.
+    assert "history sent: 5 message(s)" in page

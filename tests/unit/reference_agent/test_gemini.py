@@ -1,0 +1,152 @@
+"""The Gemini protocol, JSON and streamed, through google-genai against the in-process provider; replies are the
+proxy's own Gemini codec's, so the agent reads exactly the bytes the scripted provider sends."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from probe_reference.tools import BASH_PARAMETERS
+
+from proxy_addons.gemini import GeminiCodec
+from proxy_addons.protocol import IssuedToolCall, ModelRequest, ScriptedReply, Usage
+from tests.unit.reference_agent.fake_provider import Reply, json_reply, serve
+from tests.unit.reference_agent.helpers import NULL_TOKENS, REFERENCE_DIR, run_agent
+
+COMMAND = {"command": "printf hi; exit 3"}
+STREAM = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+CODEC = GeminiCodec()
+RATE_LIMITED = CODEC.error_body(429, "slow down", "rate_limit_error", "429")
+
+
+def reply(response_id: str, *, stream: bool, text: str | None = None, usage: Usage | None = None) -> Reply:
+    """A Gemini reply as the proxy renders it: a tool call of COMMAND (id `fc_1`), or `text`."""
+    call = IssuedToolCall("fc_1", "bash", COMMAND, COMMAND["command"], "", "", 3, "")
+    scripted = ScriptedReply(response_id, () if text is not None else (call,), text, usage)
+    request = ModelRequest(stream=stream, stream_usage=True, tools=(), tool_results=())
+    rendered = CODEC.render_reply(scripted, request, "probe-model", 0)
+    return Reply(body=rendered.body, content_type=rendered.content_type)
+
+
+def run(provider: Any, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    return run_agent(provider.root, tmp_path, "--protocol", "gemini", *extra)
+
+
+@STREAM
+def test_tool_call_then_final_answer(tmp_path: Path, stream: bool) -> None:
+    script = [
+        reply("r1", stream=stream, usage=Usage(prompt=11, completion=5, reasoning=2, cached=3)),
+        reply(
+            "r2",
+            stream=stream,
+            text="The command printed hi.",
+            usage=Usage(prompt=23, completion=7, reasoning=0, cached=0),
+        ),
+    ]
+    with serve(script) as provider:
+        code, rollout = run(provider, tmp_path, *(["--stream"] if stream else []))
+    assert code == 0 and not provider.violations and provider.remaining == 0
+    first, second = provider.received
+    method = ":streamGenerateContent?alt=sse" if stream else ":generateContent"
+    assert first.path.endswith(f"/models/probe-model{method}") and first.headers["x-goog-api-key"] == "sk-test"
+    (declaration,) = first.body["tools"][0]["functionDeclarations"]
+    # google-genai 3.6.1 sends this one field under its proto name; the API (and the proxy) take both spellings.
+    assert (declaration["name"], declaration["parameters_json_schema"]) == ("bash", BASH_PARAMETERS)
+    assert first.body["contents"] == [{"role": "user", "parts": [{"text": "say hi"}]}]
+    assert "systemInstruction" in first.body
+    assert second.body["contents"][1:] == [
+        {"role": "model", "parts": [{"functionCall": {"id": "fc_1", "name": "bash", "args": COMMAND}}]},
+        {
+            "role": "user",
+            "parts": [{"functionResponse": {"id": "fc_1", "name": "bash", "response": {"output": "hi"}}}],
+        },
+    ]
+    calls = rollout["model_calls"]
+    assert [(c["protocol"], c["status_code"], c["response_id"], c["finish_reason"]) for c in calls] == [
+        ("gemini", 200, "r1", "STOP"),
+        ("gemini", 200, "r2", "STOP"),
+    ]
+    # Google counts thoughts apart from the candidates: the completion holds both, as the witness's does.
+    assert calls[0]["token_stats"] == {"prompt": 11, "completion": 5, "reasoning": 2, "total": 16, "cached": 3}
+    assert calls[1]["token_stats"] == {"prompt": 23, "completion": 7, "reasoning": 0, "total": 30, "cached": 0}
+    (tool,) = rollout["tool_calls"]
+    assert (tool["tool_call_id"], tool["arguments"], tool["exit_code"], tool["output"]) == ("fc_1", COMMAND, 3, "hi")
+    assert rollout["outcome"]["final_answer"] == "The command printed hi."
+
+
+@STREAM
+def test_usage_left_out_stays_unknown(tmp_path: Path, stream: bool) -> None:
+    with serve([reply("r1", stream=stream, text="done")]) as provider:
+        code, rollout = run(provider, tmp_path, *(["--stream"] if stream else []))
+    assert code == 0 and rollout["model_calls"][0]["token_stats"] == NULL_TOKENS
+
+
+def test_rate_limits_are_retried_by_the_sdk_and_each_attempt_kept(tmp_path: Path) -> None:
+    script = [json_reply(429, RATE_LIMITED), json_reply(429, RATE_LIMITED), reply("r1", stream=False, text="done")]
+    with serve(script) as provider:
+        code, rollout = run(provider, tmp_path)
+    assert code == 0 and provider.remaining == 0
+    calls = rollout["model_calls"]
+    assert [(c["status_code"], c["error_category"]) for c in calls] == [
+        (429, "http_429"),
+        (429, "http_429"),
+        (200, None),
+    ]
+    assert calls[0]["error"] == RATE_LIMITED and calls[0]["response_id"] is None
+    assert rollout["steps"][0]["model_call_refs"] == [c["model_call_id"] for c in calls]
+
+
+def test_an_invalid_argument_ends_the_run_unretried(tmp_path: Path) -> None:
+    error = CODEC.error_body(400, "scripted invalid request", "invalid_request_error", "400")
+    with serve([json_reply(400, error)]) as provider:
+        code, rollout = run(provider, tmp_path)
+    assert code == 1 and provider.remaining == 0
+    (call,) = rollout["model_calls"]
+    assert (call["status_code"], call["error"]) == (400, error)
+    assert rollout["outcome"]["status"] == "error" and rollout["outcome"]["failure_kind"] == "model_error"
+
+
+def test_a_cut_stream_is_asked_again_within_the_step(tmp_path: Path) -> None:
+    whole = reply("r1", stream=True, text="done")
+    cut = Reply(body=whole.body, content_type=whole.content_type, cut=True)
+    with serve([cut, reply("r2", stream=True, text="done")]) as provider:
+        code, rollout = run(provider, tmp_path, "--stream")
+    assert code == 0
+    first, second = rollout["model_calls"]
+    assert (first["status_code"], first["error_category"], second["response_id"]) == (200, "stream_cut", "r2")
+    assert rollout["steps"][0]["model_call_refs"] == [first["model_call_id"], second["model_call_id"]]
+
+
+def test_no_api_key_sends_nothing(tmp_path: Path) -> None:
+    from probe_reference.cli import main
+
+    code = main(["--task", "t", "--protocol", "gemini", "--rollout", str(tmp_path / "rollout.json")])
+    rollout = json.loads((tmp_path / "rollout.json").read_text())
+    assert code == 1 and rollout["outcome"]["failure_kind"] == "config_error" and rollout["model_calls"] == []
+
+
+DRIVER = """
+import json, sys
+from probe_reference.cli import main
+code = main(sys.argv[1:])
+sdks = sorted(m for m in ("openai", "anthropic", "google.genai") if m in sys.modules)
+print(json.dumps({"code": code, "sdks": sdks}))
+"""
+
+
+def test_only_google_genai_is_loaded(tmp_path: Path) -> None:
+    with serve([reply("r1", stream=False, text="hi")]) as provider:
+        argv = ["--task", "say hi", "--base-url", provider.root, "--api-key", "k", "--protocol", "gemini"]
+        proc = subprocess.run(
+            [sys.executable, "-c", DRIVER, *argv, "--rollout", str(tmp_path / "rollout.json")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"PYTHONPATH": str(REFERENCE_DIR), "PATH": "/usr/bin:/bin"},
+            check=False,
+        )
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"code": 0, "sdks": ["google.genai"]}, proc.stderr
