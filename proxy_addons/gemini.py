@@ -115,7 +115,22 @@ def parse_gemini_request(body: Mapping[str, Any]) -> ModelRequest:
         tools=gemini_tool_specs(tools),
         tool_results=gemini_tool_results(contents),
         has_tools=bool(tools),
+        closing_prompt=gemini_closing_prompt(contents),
     )
+
+
+def gemini_closing_prompt(contents: Sequence[object]) -> str | None:
+    """The text parts of the last content when it is a user turn after a model turn (beside function responses or
+    not): how a harness asks for a side task, a summary of the conversation so far, on the same history."""
+    if not contents or not isinstance(last := contents[-1], Mapping) or last.get("role", "user") != "user":
+        return None
+    if not any(isinstance(c, Mapping) and c.get("role") == "model" for c in contents[:-1]):
+        return None
+    parts = last.get("parts")
+    texts = [p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str)] if isinstance(
+        parts, list
+    ) else []
+    return "\n".join(texts) or None
 
 
 def gemini_tool_specs(tools: Sequence[object]) -> tuple[ToolSpec, ...]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from proxy_addons.gemini import parse_gemini_request
 from proxy_addons.messages import MessagesCodec, message_events, parse_messages_request
 from proxy_addons.protocol import IssuedToolCall, ModelRequest, RequestShapeError, ScriptedReply, Usage
 from proxy_addons.responses import ResponsesCodec, parse_responses_request, response_events
@@ -271,3 +272,12 @@ def test_closing_prompts_are_read_only_after_a_turn() -> None:
     results_only = [*messages[:2], {"role": "user", "content": messages[2]["content"][:1]}]
     assert parse_messages_request({"messages": results_only}).closing_prompt is None
     assert parse_messages_request({"messages": messages[:1]}).closing_prompt is None
+    contents = [
+        {"role": "user", "parts": [{"text": "task"}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "bash", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"id": "c1", "name": "bash", "response": {"output": "ok"}}}]},
+        {"role": "user", "parts": [{"text": ask}]},
+    ]
+    assert parse_gemini_request({"contents": contents}).closing_prompt == ask
+    assert parse_gemini_request({"contents": contents[:1]}).closing_prompt is None  # the task itself
+    assert parse_gemini_request({"contents": contents[:3]}).closing_prompt is None  # a function response closes it
