@@ -77,6 +77,17 @@ def test_mini_swe_agent_rollouts_read_back_unchanged(name: str) -> None:
 _ATIF_EPISODES = sorted(p.name for p in FIXTURES.iterdir())
 
 
+def test_a_step_without_a_time_gets_none_in_atif_not_its_calls() -> None:
+    """A harness that times its calls but not its steps: the export shows no step time (its call's completion is
+    not the step's, and steps.witness_times would judge it), and reads back with none."""
+    rollout = json.loads((FIXTURES / "tool_success" / "rollout.json").read_text())
+    for step in rollout["steps"]:
+        step["timestamp"] = None
+    doc = rollout_to_atif(rollout)
+    assert [s for s in doc["steps"] if "timestamp" in s] == []
+    assert _through_atif(rollout) == rollout
+
+
 @pytest.mark.parametrize("name", _ATIF_EPISODES)
 def test_golden_episode_reads_back_unchanged(name: str) -> None:
     rollout = json.loads((FIXTURES / name / "rollout.json").read_text())
