@@ -94,7 +94,8 @@ def steps_witness_times(ev: Evidence) -> list[str]:
             reasons.append(f"{name}: timestamp {s['timestamp']} after {after}")
     if not judged and not reasons:
         raise Unverifiable(
-            "gap steps.calls_unjoined: no timestamped step references a call that pairs with an attempt on the wire"
+            "gap steps.calls_unjoined: no timestamped step references a call that pairs with an attempt on the wire "
+            "(a call recorded with neither status nor response id, as ATIF's core fields hold one, joins none)"
         )
     return reasons
 
