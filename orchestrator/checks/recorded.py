@@ -25,16 +25,18 @@ __all__: list[str] = []
 Attempt = dict[str, Any]
 
 
-def _wire_steps(ev: Evidence) -> tuple[dict[int, int], list[list[Attempt]]]:
-    """The wire's steps (the failed attempts retried before a reply, with that reply), and the step of each model
-    attempt (by id() of the attempt)."""
-    groups: list[list[Attempt]] = [[]]
+def _wire_steps(ev: Evidence) -> tuple[dict[int, int], list[Attempt]]:
+    """The wire's steps (the failed attempts retried before a reply, with that reply): the step of each model attempt
+    (by id() of the attempt), and each step's first attempt."""
+    step_of: dict[int, int] = {}
+    firsts: list[Attempt] = []
+    ended = True
     for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True):
-        groups[-1].append(a)
-        if key[0] == "ok":
-            groups.append([])
-    groups = [g for g in groups if g]
-    return {id(a): n for n, g in enumerate(groups) for a in g}, groups
+        if ended:
+            firsts.append(a)
+        step_of[id(a)] = len(firsts) - 1
+        ended = key[0] == "ok"
+    return step_of, firsts
 
 
 @check(
@@ -65,25 +67,29 @@ def steps_witness_times(ev: Evidence) -> list[str]:
         raise Unverifiable("gap steps.timestamps_unrecorded: no step records a timestamp (ISO-8601)")
     pairs, unheld = held_pairs(ev)
     reasons = [f"{unheld}, so the times of their steps are held to no attempt"] if unheld else []
-    attempt_of = {c["model_call_id"]: a for c, a in pairs if isinstance(c.get("model_call_id"), str)}
-    step_of, groups = _wire_steps(ev)
+    step_of, firsts = _wire_steps(ev)
+    # Each recorded call's wire step, by its id (a call paired with no model attempt has none).
+    placed = {
+        c["model_call_id"]: step_of[id(a)]
+        for c, a in pairs
+        if isinstance(c.get("model_call_id"), str) and id(a) in step_of
+    }
     judged = 0
     for s, when in stamped:
         refs = s.get("model_call_refs")
-        held = [attempt_of[r] for r in refs if isinstance(r, str) and r in attempt_of] if isinstance(refs, list) else []
-        placed = sorted({step_of[id(a)] for a in held if id(a) in step_of})
-        if not placed:
+        at = [placed[r] for r in refs if isinstance(r, str) and r in placed] if isinstance(refs, list) else []
+        if not at:
             continue  # calls the wire cannot pair: attempts.multiset's finding
         judged += 1
-        first = groups[placed[0]][0]
-        start = times.parse(first.get("started_at"))
-        nxt = groups[placed[-1] + 1][0] if placed[-1] + 1 < len(groups) else None
+        first, last = min(at), max(at)
+        start = times.parse(firsts[first].get("started_at"))
+        nxt = firsts[last + 1] if last + 1 < len(firsts) else None
         until = times.parse(nxt.get("started_at")) if nxt is not None else _last_event(ev, times)
         name = f"step {s.get('step_no')!r} of invocation {s.get('invocation_id')!r}"
         if start is not None and when < start - EARLY_START_LIMIT:
             reasons.append(
                 f"{name}: timestamp {s['timestamp']} more than {EARLY_START_LIMIT.seconds} s before its first "
-                f"request ({first['attempt_id']}) arrived at {first['started_at']}"
+                f"request ({firsts[first]['attempt_id']}) arrived at {firsts[first]['started_at']}"
             )
         if until is not None and when > until + CLOCK_TOLERANCE:
             after = (
