@@ -104,7 +104,9 @@ class _Reader:
                 conversation += self._observation(step, set())
                 continue
             tcs = step.get("tool_calls") or []
-            msg = {"role": "assistant", "content": None if sext.get("content_null") else text}
+            # `content_null` gives back a turn with no content from the core's "": a message the core does show (an
+            # edit, or another writer's) is what a Harbor reader sees, and is read as the turn's text.
+            msg = {"role": "assistant", "content": None if sext.get("content_null") and not text else text}
             if tcs:
                 msg["tool_calls"] = [
                     {

@@ -106,7 +106,11 @@ class _Writer:
             refs = rstep["model_call_refs"] if rstep else [call["model_call_id"]]
             attempts = [self.calls[r] for r in refs if r in self.calls and r not in self.used_calls]
             self.used_calls.update(c["model_call_id"] for c in attempts)
-            step["timestamp"] = (rstep or {}).get("timestamp") or call.get("completed_at")
+            # A step the rollout records keeps its own time or none: its call's completion is not the step's time,
+            # and the checks hold a step's time to the wire. Without steps, the call's completion is all there is.
+            when = rstep.get("timestamp") if rstep else call.get("completed_at")
+            if when is not None:
+                step["timestamp"] = when
             # The step's call is its first success (the others of the step are its failed attempts): the reader
             # holds the metrics to that call.
             step["metrics"] = step_metrics(next(c for c in attempts if ok(c)))

@@ -16,6 +16,8 @@ _PROFILE_MODULES = (
     "exercise",
     "attempts",
     "wire",
+    "history",
+    "recorded",
     "totals",
     "tools",
     "outcome",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -22,6 +22,7 @@ __all__ = [
     "call_keys",
     "column",
     "decided",
+    "held_pairs",
     "join_calls",
     "loose_failures",
     "model_calls",
@@ -352,3 +353,37 @@ def order_pairs_beside(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any
     ]
     replies = [a for a, key in zip(ev.w.attempts("model"), attempt_keys(ev, "model"), strict=True) if key[0] == "ok"]
     return list(zip(calls, replies, strict=True)) if len(calls) == len(replies) else []
+
+
+def held_pairs(ev: Evidence) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], str | None]:
+    """The pairs a call's own facts (its times, its bodies, the time of its step) are held to, and why the rest are
+    held to nothing where the order join is broken and nothing pairs beside it (else None).
+
+    A pair counts when its join names one attempt for certain: a success by its id, a success of a harness that keeps
+    no ids joined in order (the join pairs those only when they are exactly as many as the wire's model replies), or a
+    failure whose status the rollout records exactly as often as the wire shows it. With one of two 429s dropped,
+    which one a recorded 429 was is a guess, and a fact compared against a guess would blame it for a missing
+    attempt (multiset's finding). Where the order join is broken, the successes paired in order beside the calls
+    compaction records name (order_pairs_beside) are added."""
+    return shared(ev, "held_pairs", _held_pairs)
+
+
+def _held_pairs(ev: Evidence) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], str | None]:
+    joined = join_calls(ev)
+    if joined.positional:
+        pairs = joined.pairs  # every key recorded exactly as often as witnessed: each pair is certain
+    else:
+        witnessed = Counter(attempt_keys(ev, None))
+        recorded = Counter(call_keys(ev))
+        pairs = []
+        for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
+            # ("ok", None) pairs only in an order join whose numbers agree (join_calls leaves every other id-less
+            # success unpaired): the n-th recorded success is the n-th model reply.
+            by_id = key[0] == "ok" and c.get("response_id") is not None
+            if key == ("ok", None) or by_id or witnessed[key] == recorded[key]:
+                pairs.append((c, a))
+    broken = joined.order_join_broken
+    if not broken:
+        return pairs, None
+    beside = order_pairs_beside(ev)
+    return [*pairs, *beside], None if beside else broken

@@ -41,8 +41,12 @@ def test_reference_writing_atif_is_read_with_the_atif_import(images: Images, tmp
     assert "model_calls.failed_attempts_unrecordable" in {g["code"] for g in rollout["gaps"]}
     checks = _statuses(result)
     # What ATIF holds is judged and passes: the answer, the tool results the model saw, the steps.
-    for passed in ("outcome.final_answer", "history.witness_results", "steps.numbering", "witness.tools_executed"):
+    judged = ("outcome.final_answer", "history.witness_results", "steps.numbering", "witness.tools_executed")
+    # The history ATIF's core holds (the task, each agent message) is held to the bodies on the wire.
+    for passed in (*judged, "history.witness_task", "history.witness_text"):
         assert checks[passed] == "pass", passed
+    # A step's time is ATIF's, but its calls carry no status or id to pair with an attempt: a named gap, not a pass.
+    assert checks["steps.witness_times"] == "not_applicable"
     # What it cannot hold fails with the gap named (tool status), never silently passes.
     assert checks["tools.record"] == "fail" and checks["gaps.none_voiding"] == "fail"
     runtime = load_json(ep / "runtime.json", "runtime/v1")

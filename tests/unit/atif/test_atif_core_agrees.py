@@ -165,6 +165,9 @@ SEEN_BY_CHECKS = {
     "tool-call id": {"tools.request_join"},
     # The history's arguments, read back from the core fields, are held to the reply that issued the call.
     "tool-call arguments": {"history.witness_results"},
+    # The last agent message is the history's last assistant turn, whose text is held to the reply it stands for.
+    "final agent message": {"history.witness_text"},
+    "final answer within the message (Terminus 2)": {"history.witness_text"},
 }
 
 
@@ -183,7 +186,8 @@ def test_a_core_field_edited_away_from_the_extension_fails_the_audit_naming_it(c
     # Most of these lies no check sees: the rollout read from the edited trajectory gets every status the honest one
     # gets, so only the core fields' agreement with the extension can catch them. A tool call's id or name moved
     # away from its record is seen by tools.request_join too (the history's call then joins no record), and its
-    # arguments by history.witness_results (the history's then differ from the reply's).
+    # arguments by history.witness_results (the history's then differ from the reply's), and the last agent message by
+    # history.witness_text (the history's last turn then says what its reply did not).
     lied, honest = _statuses(ep, atif_to_rollout(doc)), _statuses(ep, ep.rollout)
     assert {k for k in honest if lied[k] != honest[k]} == SEEN_BY_CHECKS.get(control, set())
     traj.write_text(json.dumps(doc))

@@ -58,13 +58,34 @@ def test_real_episode_exports_and_reads_back_with_the_same_checks(harness: str, 
     assert {k: str(v.status) for k, v in replay(paths, back).items()} == before
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in fixtures("mini-swe-agent").iterdir()))
+# A trajectory alone, or a whole witnessed episode with it where the run's native/ held it.
+_MINI = {
+    p.name: next(
+        f for f in (p / TRAJECTORY_NAME, p / "native" / ".mini-swe-agent-probe" / TRAJECTORY_NAME) if f.is_file()
+    )
+    for p in fixtures("mini-swe-agent").iterdir()
+    if p.is_dir()
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MINI))
 def test_mini_swe_agent_rollouts_read_back_unchanged(name: str) -> None:
-    rollout = normalize_trajectory(fixtures("mini-swe-agent") / name / TRAJECTORY_NAME, "mini-swe-agent")
+    rollout = normalize_trajectory(_MINI[name], "mini-swe-agent")
     assert _through_atif(rollout, "ATIF-v1.7") == rollout
 
 
 _ATIF_EPISODES = sorted(p.name for p in FIXTURES.iterdir())
+
+
+def test_a_step_without_a_time_gets_none_in_atif_not_its_calls() -> None:
+    """A harness that times its calls but not its steps: the export shows no step time (its call's completion is
+    not the step's, and steps.witness_times would judge it), and reads back with none."""
+    rollout = json.loads((FIXTURES / "tool_success" / "rollout.json").read_text())
+    for step in rollout["steps"]:
+        step["timestamp"] = None
+    doc = rollout_to_atif(rollout)
+    assert [s for s in doc["steps"] if "timestamp" in s] == []
+    assert _through_atif(rollout) == rollout
 
 
 @pytest.mark.parametrize("name", _ATIF_EPISODES)

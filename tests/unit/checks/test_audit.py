@@ -45,7 +45,8 @@ def test_audit_finds_a_lie_in_a_saved_rollout(tmp_path: Path) -> None:
     res = audit(src, tmp_path / "out")
     assert res.exit_code == 1
     failed = {c["id"] for c in res.results[0]["checks"] if c["status"] == "fail"}
-    assert failed == {"outcome.final_answer"}
+    # The answer is edited in the outcome and in the history's last assistant turn alike.
+    assert failed == {"outcome.final_answer", "history.witness_text"}
 
 
 def test_a_run_s_own_files_do_not_draw_on_what_its_collection_could_copy(tmp_path: Path) -> None:

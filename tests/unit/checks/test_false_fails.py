@@ -5,8 +5,8 @@ Each episode's rollout and witness are written out in a form a JSON writer may f
 order; integers as `429.0` or `4.29E2`, which JSON Schema 2020-12 reads as the same integer; UTC times as `+00:00`;
 fields the schema allows a writer to add) and read back through the readers an audit uses; every check must then
 give the status it gives the plainly written episode. So must an ATIF round trip: the episode exported as
-`harness-probe export` does and read back as `audit --rollout-format atif` reads it. mini-SWE-agent's captures are
-left out: they hold no witness.
+`harness-probe export` does and read back as `audit --rollout-format atif` reads it. Of mini-SWE-agent's captures,
+only those that hold a witness are read (the others are its trajectory alone).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ NATIVE = (
     "gemini-cli",
     "hermes",
     "kilo",
+    "mini-swe-agent",
     "nooa",
     "openclaw",
     "opencode",
@@ -105,6 +106,13 @@ def _extra_fields(ep: Episode) -> None:
             message["x_writer_note"] = "rewritten"
 
 
+def _bodies_as_text(ep: Episode) -> None:
+    # A recorded response body kept as the JSON text it came in (other spacing, keys in another order): the same body.
+    for call in ep.rollout["model_calls"]:
+        if isinstance(call.get("response"), dict):
+            call["response"] = json.dumps(dict(reversed(list(call["response"].items()))), indent=1)
+
+
 def _unchanged(ep: Episode) -> None:
     pass
 
@@ -117,6 +125,7 @@ REWRITES: dict[str, tuple[Callable[[Episode], None], Callable[[int], str], bool]
     "integers as 4.29E2": (_unchanged, _exponent, False),
     "times as +00:00": (_times, str, False),
     "extra fields the schema allows": (_extra_fields, str, False),
+    "response bodies as JSON text": (_bodies_as_text, str, False),
 }
 
 

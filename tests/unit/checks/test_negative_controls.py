@@ -5,6 +5,7 @@ Checks that depend on it fail as `blocked by`, and every other check keeps its h
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -226,6 +227,32 @@ def m_history_witness(ep: Episode) -> None:
         m["content"] = "all tests passed\n"
 
 
+def m_witness_task(ep: Episode) -> None:
+    # The task the history says the model was given, edited (the requests on the wire carried the true one).
+    task = next(m for m in ep.rollout["invocations"][0]["conversation"] if m["role"] == "user")
+    task["content"] = task["content"].replace("Run the shell commands", "Delete the files")
+
+
+def m_witness_text(ep: Episode) -> None:
+    # The final answer reworded in the history alone (the outcome keeps the true one, outcome.final_answer's field).
+    last = [m for m in ep.rollout["invocations"][0]["conversation"] if m["role"] == "assistant"][-1]
+    last["content"] += " All tests pass."
+
+
+def m_steps_witness_times(ep: Episode) -> None:
+    # The first step stamped ten minutes after its life on the wire ended (still well-formed, still in order of
+    # step numbers: nothing but the wire says it is wrong).
+    step = ep.rollout["steps"][0]
+    step["timestamp"] = _shift(step["timestamp"], 600)
+
+
+def m_witness_response(ep: Episode) -> None:
+    # mini-SWE-agent keeps each reply's body: the first one's tool call recorded with another command.
+    body = next(c for c in _calls(ep) if c.get("response"))["response"]
+    call = body["choices"][0]["message"]["tool_calls"][0]["function"]
+    call["arguments"] = json.dumps({"command": "echo all tests passed"})
+
+
 def m_faults_played(ep: Episode) -> None:
     # The retry_429 episode as it would look had the proxy never served the scripted 429s: the harness's
     # rollout honestly shows three successes, and nothing but the scenario says a fault was due.
@@ -328,6 +355,10 @@ CONTROLS = [
     ("attempts.exchange", "tool_success", m_exchange),
     ("calls.witness_times", "tool_success", m_witness_times),
     ("history.witness_results", "tool_success", m_history_witness),
+    ("history.witness_task", "tool_success", m_witness_task),
+    ("history.witness_text", "tool_success", m_witness_text),
+    ("steps.witness_times", "tool_success", m_steps_witness_times),
+    ("calls.witness_response", "native:mini-swe-agent/witnessed_tool_success", m_witness_response),
     ("witness.faults_played", "retry_429", m_faults_played),
     ("ownership.wire_sessions", "native:codex/retry_429", m_wire_sessions),
     ("tokens.totals_match", "native:hermes/retry_429", m_totals),

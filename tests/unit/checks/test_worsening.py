@@ -206,6 +206,56 @@ def swap_calls(ep: Episode) -> set[str] | None:
     return set()
 
 
+def _conversations(ep: Episode) -> list[list[dict[str, Any]]]:
+    invs = [inv for inv in ep.rollout.get("invocations") or [] if isinstance(inv, dict)]
+    return [inv["conversation"] for inv in invs if isinstance(inv.get("conversation"), list)]
+
+
+def drop_task(ep: Episode) -> set[str] | None:
+    """The first user message of a history left out (the task the model was given)."""
+    for conv in _conversations(ep):
+        task = next((m for m in conv if isinstance(m, dict) and m.get("role") == "user"), None)
+        if task is not None:
+            conv.remove(task)
+            return set()
+    return None
+
+
+def null_assistant_text(ep: Episode) -> set[str] | None:
+    """The text of the last assistant turn that has some, lost."""
+    turns = [m for conv in _conversations(ep) for m in conv if isinstance(m, dict) and m.get("role") == "assistant"]
+    spoken = [m for m in turns if m.get("content")]
+    if not spoken:
+        return None
+    spoken[-1]["content"] = None
+    return set()
+
+
+def shift_step(seconds: int) -> Worsening:
+    """The first timestamped step's time moved."""
+
+    def mutate(ep: Episode) -> set[str] | None:
+        steps = [
+            s for s in ep.rollout.get("steps") or [] if isinstance(s, dict) and isinstance(s.get("timestamp"), str)
+        ]
+        if not steps:
+            return None
+        when = datetime.fromisoformat(steps[0]["timestamp"].replace("Z", "+00:00")) + timedelta(seconds=seconds)
+        steps[0]["timestamp"] = when.isoformat().replace("+00:00", "Z")
+        return set()
+
+    return mutate
+
+
+def drop_response(ep: Episode) -> set[str] | None:
+    """A recorded response body left out."""
+    held = [c for c in _calls(ep) if c.get("response") is not None]
+    if not held:
+        return None
+    del held[0]["response"]
+    return set()
+
+
 WORSENINGS: dict[str, Worsening] = {
     **{f"drop call {i}": drop_call(i, False) for i in range(4)},
     **{f"drop call {i} and its references": drop_call(i, True) for i in range(4)},
@@ -233,6 +283,11 @@ WORSENINGS: dict[str, Worsening] = {
     "shift a call an hour later": shift(3600),
     "invent a failure": duplicate_failure,
     "swap the first two calls": swap_calls,
+    "drop the task": drop_task,
+    "null an assistant turn's text": null_assistant_text,
+    "shift a step 60 s later": shift_step(60),
+    "shift a step an hour earlier": shift_step(-3600),
+    "drop a recorded response body": drop_response,
 }
 
 EPISODES = _episodes()

@@ -13,9 +13,12 @@ from orchestrator.evidence import faults
 from orchestrator.harnesses import NormalizeError
 from orchestrator.harnesses.mini_swe_agent import MiniSweAgentHarness
 from orchestrator.harnesses.mini_swe_agent_normalize import TRAJECTORY_NAME, normalize_trajectory
+from tests.unit.harnesses import captured
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "native" / "mini-swe-agent"
-SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+# Trajectories alone; the `witnessed_*` folders are whole episodes (native/, witness, markers), read below.
+SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / TRAJECTORY_NAME).is_file())
+WITNESSED = sorted(p.name for p in FIXTURES.iterdir() if p.name.startswith("witnessed_"))
 PREFIX = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
@@ -191,3 +194,22 @@ def test_malformed_fields_never_crash_the_normalizer(tmp_path: Path, junk: Any) 
         assert faults(result, "probe-rollout/v1") == [], document
         checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("name", WITNESSED)
+def test_captured_episode_gets_the_verdicts_of_its_real_run(tmp_path: Path, name: str) -> None:
+    captured.assert_replays_its_real_run("mini-swe-agent", name, tmp_path / name)
+
+
+def test_each_recorded_reply_is_the_body_the_proxy_sent_but_usage_litellm_made_up(tmp_path: Path) -> None:
+    """mini-SWE-agent keeps each reply as litellm dumps it: the proxy's body, plus fields written out as null or
+    empty (absence, not another reply). Where the reply carried no usage, litellm's dump has counts of 0: not the
+    reply the proxy sent, which calls.witness_response names."""
+    honest = captured.materialize("mini-swe-agent", "witnessed_tool_success", tmp_path / "a")
+    assert (
+        captured.replay(honest, MiniSweAgentHarness().normalize(honest.native))["calls.witness_response"].reasons == []
+    )
+    omitted = captured.materialize("mini-swe-agent", "witnessed_usage_omitted", tmp_path / "b")
+    result = captured.replay(omitted, MiniSweAgentHarness().normalize(omitted.native))["calls.witness_response"]
+    assert str(result.status) == "fail"
+    assert result.reasons and all("$.usage: recorded" in r and "the reply sent none" in r for r in result.reasons)
