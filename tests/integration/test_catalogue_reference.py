@@ -61,7 +61,18 @@ MISREPORTS = [
     ("drop_tool_record", "tool_success", {"tools.witness_ids"}),
     ("lost_ownership", "tool_success", {"ownership.call_owner", "steps.call_refs"}),
     ("wrong_answer_report", "tool_success", {"outcome.final_answer"}),
+    # Catalogue II: one mode per new check, each failing exactly it.
+    ("swallow_error", "model_error", {"error.propagated"}),
+    ("wrong_wait", "retry_after", {"retry.wait_recorded"}),
+    ("impatient", "retry_after", {"retry.waited"}),
+    ("repair_arguments", "tool_args_truncated", {"tools.args_not_run"}),
+    ("unmarked_turn", "tool_success", {"history.harness_authored"}),
+    ("stream_mislabel", "tool_success", {"transport.parity"}),
 ]
+# The run options a mode needs besides itself: its lie shows only beside the other transport's play.
+MODE_ARGS = {"stream_mislabel": ["--compare-stream"]}
+# A mode whose check is P1 fails no P0 gate: the run exits 0 although the check failed.
+P1_ONLY = {"impatient", "unmarked_turn", "stream_mislabel"}
 
 
 @pytest.mark.parametrize(("mode", "scenario", "expected"), MISREPORTS, ids=[m for m, _, _ in MISREPORTS])
@@ -69,8 +80,8 @@ def test_misreporting_mode_fails_the_expected_checks(
     images: Images, tmp_path: Path, mode: str, scenario: str, expected: set[str]
 ) -> None:
     out = tmp_path / "out"
-    res = hp("run", "-H", "reference", "-s", scenario, "-a", f"mode={mode}", "-o", str(out))
-    assert res.code == 1, res.stdout[-3000:] + res.stderr[-2000:]
+    res = hp("run", "-H", "reference", "-s", scenario, "-a", f"mode={mode}", *MODE_ARGS.get(mode, []), "-o", str(out))
+    assert res.code == (0 if mode in P1_ONLY else 1), res.stdout[-3000:] + res.stderr[-2000:]
     result = _results(out)[scenario]
     assert result["execution"]["status"] == "exited"
     assert _own_failures(result) == expected
