@@ -10,6 +10,7 @@ from operator import itemgetter
 from typing import Any, TypeVar
 
 from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.fault_kinds import UNUSABLE
 
 __all__ = [
     "Join",
@@ -98,18 +99,26 @@ def _calls_all_ok(ev: Evidence) -> list[Any] | None:
 
 
 def _attempts_all_ok(ev: Evidence) -> list[Any] | None:
-    """The response ids when every attempt completed with a 2xx, at once; None otherwise (each witness_key taken)."""
+    """The response ids when every attempt completed with a 2xx a client could use, at once; None otherwise (each
+    witness_key taken)."""
     ended = attempt_column(ev, "ended")
-    if ended.count("complete") == len(ended) and all_2xx(attempt_column(ev, "status")):
+    if (
+        ended.count("complete") == len(ended)
+        and all_2xx(attempt_column(ev, "status"))
+        and UNUSABLE.isdisjoint(attempt_column(ev, "fault"))
+    ):
         return attempt_column(ev, "response_id")
     return None
 
 
 def witness_key(a: dict[str, Any]) -> Key:
-    """Successes are joined by response id; failures by status; a reply that never completed is `interrupted`."""
+    """Successes are joined by response id; failures by status; a reply that never completed is `interrupted`, and so
+    is a 200 no client could take as a turn (a stream with a malformed event or an error event, an HTML page)."""
     status = a.get("status")
     if a.get("ended") == "complete" and isinstance(status, int):
-        return ("ok", a.get("response_id")) if 200 <= status < 300 else ("error", status)
+        if not 200 <= status < 300:
+            return ("error", status)
+        return ("interrupted", None) if a.get("fault") in UNUSABLE else ("ok", a.get("response_id"))
     return ("interrupted", None)
 
 

@@ -1,0 +1,80 @@
+"""Tool calls whose arguments arrived cut off: never run, and shown in the record as they were sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from orchestrator.checks.continuation import parsed_arguments
+from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.model import Kind, check
+
+__all__: list[str] = []
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    return (v for v in value if isinstance(v, dict)) if isinstance(value, list) else iter(())
+
+
+def _ran(ev: Evidence, call: dict[str, Any]) -> str | None:
+    """How the wire or the collected markers show the call ran, or None."""
+    cid = call["tool_call_id"]
+    if any(m.get("present") for m in ev.w.markers(cid)):
+        return f"the proxy found its marker {call.get('marker_path')}"
+    if f"{cid}.txt" in ev.markers:
+        return "its marker file was collected"
+    # Not the token in a result sent back: the token is in the command text, which a harness may quote in its error.
+    return None
+
+
+def _shown(arguments: Any, sent: str | None) -> bool:
+    """Whether recorded arguments show what was sent: the text itself (or none kept), not an object repaired from it."""
+    if arguments is None or sent is None:
+        return True
+    if isinstance(arguments, str):
+        return bool(parsed_arguments(arguments) == arguments)  # text, not JSON: as it came
+    return False
+
+
+@check(
+    "tools.args_not_run",
+    kind=Kind.BEHAVIORAL,
+    evidence=("E5",),
+    location="$.tool_calls[*].arguments",
+    needs=("rollout", "witness"),
+    scope=("args_cut",),
+    claims=lambda ev: ev.witness is not None and bool(ev.w.malformed_calls()),
+)
+def args_not_run(ev: Evidence) -> list[str]:
+    """A tool call whose arguments JSON arrived cut off is never run, and the record shows it as it was sent.
+
+    Lies caught: a harness that repairs the cut JSON and runs the guessed command (its marker appears); a record that
+    shows such a call with arguments it repaired (an object where the wire sent text no parser reads), or as a call
+    that ran and succeeded; and a record that hides the call altogether (no tool record, no history entry names it).
+    Applies in `tool_args_truncated` and wherever a reply cut at the token limit carried a call.
+    """
+    reasons = []
+    records = {t.get("tool_call_id"): t for t in _dicts(ev.r.get("tool_calls"))}
+    history: dict[Any, dict[str, Any]] = {}
+    for inv in _dicts(ev.r.get("invocations")):
+        for m in _dicts(inv.get("conversation")):
+            for tc in _dicts(m.get("tool_calls")) if m.get("role") == "assistant" else ():
+                history.setdefault(tc.get("tool_call_id"), tc)
+    for call in ev.w.malformed_calls():
+        cid, sent = call["tool_call_id"], call.get("arguments_text")
+        ran = _ran(ev, call)
+        if ran:
+            reasons.append(f"ran the truncated command of {cid}: {ran} (its arguments were cut off: {sent!r})")
+        record, turn = records.get(cid), history.get(cid)
+        if record is None and turn is None:
+            reasons.append(f"{cid}: the record does not show the malformed call (no tool record, no history turn)")
+            continue
+        for where, entry in (("tool record", record), ("history", turn)):
+            if entry is not None and not _shown(entry.get("arguments"), sent):
+                reasons.append(
+                    f"{cid}: its {where} gives arguments {entry.get('arguments')!r}, repaired from what was sent "
+                    f"({sent!r}, not JSON)"
+                )
+        if record is not None and not ran and (record.get("status") == "succeeded" or record.get("exit_code") == 0):
+            reasons.append(f"{cid}: its tool record says it ran and succeeded, and it never ran")
+    return reasons
