@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from orchestrator.checks import Status
+from orchestrator.checks.authored import known_notes
 from orchestrator.checks.join import witness_key
 from tests.unit.checks.conftest import Episode, load_episode
 
@@ -183,3 +184,19 @@ def test_a_transport_category_for_a_complete_unusable_200_is_wrong() -> None:
     call["error_category"] = "invalid_response"  # a category of its own naming claims no way of ending
     assert ep.evaluate()["attempts.exchange"] == (Status.PASS, [])
     assert json.dumps(first)  # still a witness event
+
+
+def test_a_harness_known_to_write_its_own_turns_has_its_note_quoted_with_the_version() -> None:
+    """NOOA's prefilled call, marked from its own trajectory, passes; unmarked, the finding quotes what is known."""
+    ep = load_episode("native:nooa/retry_429")
+    assert ep.evaluate()["history.harness_authored"] == (Status.PASS, [])
+    for inv in ep.rollout["invocations"]:
+        for m in inv["conversation"]:
+            m.pop("origin", None)
+    status, reasons = ep.evaluate()["history.harness_authored"]
+    assert status == Status.FAIL
+    assert "calling prefill_" in reasons[0] and "not marked origin: harness" in reasons[0]
+    assert reasons[-1].startswith("NOOA runs an inspect-inputs execute_python cell") and reasons[-1].endswith(
+        "(seen on nooa 0.0.10)"
+    )
+    assert known_notes("nooa", "0.0.9") == [] and known_notes("pi", "0.0.10") == []
