@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,13 +28,26 @@ def _ran(ev: Evidence, call: dict[str, Any]) -> str | None:
     return None
 
 
-def _shown(arguments: Any, sent: str | None) -> bool:
-    """Whether recorded arguments show what was sent: the text itself (or none kept), not an object repaired from it."""
+# A value this long found within the text sent is a part of the command read out of it.
+_READ_OUT = 8
+
+
+def _shown(arguments: Any, sent: str | None, intended: Any) -> bool:
+    """Whether recorded arguments show what was sent: the text itself (or none kept), or a record of the failure (an
+    error naming the text, OpenCode's `invalid` tool); not an object repaired from it, one that holds the command
+    (a value found within the text sent) or the arguments it was cut from."""
     if arguments is None or sent is None:
         return True
     if isinstance(arguments, str):
         return bool(parsed_arguments(arguments) == arguments)  # text, not JSON: as it came
-    return False
+    if not isinstance(arguments, dict) or arguments == intended:
+        return bool(arguments != intended)
+    return not any(isinstance(v, str) and len(v) >= _READ_OUT and _within(v, sent) for v in arguments.values())
+
+
+def _within(value: str, sent: str) -> bool:
+    """Whether `value` was read out of the JSON text `sent` (as it stands there, or as a JSON string holds it)."""
+    return value in sent or json.dumps(value)[1:-1] in sent
 
 
 @check(
@@ -70,11 +84,19 @@ def args_not_run(ev: Evidence) -> list[str]:
             reasons.append(f"{cid}: the record does not show the malformed call (no tool record, no history turn)")
             continue
         for where, entry in (("tool record", record), ("history", turn)):
-            if entry is not None and not _shown(entry.get("arguments"), sent):
+            if entry is not None and not _shown(entry.get("arguments"), sent, call.get("arguments")):
                 reasons.append(
                     f"{cid}: its {where} gives arguments {entry.get('arguments')!r}, repaired from what was sent "
                     f"({sent!r}, not JSON)"
                 )
-        if record is not None and not ran and (record.get("status") == "succeeded" or record.get("exit_code") == 0):
+        # A record of another tool (OpenCode's `invalid`, which ran to tell the model the input did not parse) is no
+        # claim that this call's command ran.
+        same_tool = record is not None and record.get("tool_name") == call.get("name")
+        if (
+            record is not None
+            and same_tool
+            and not ran
+            and (record.get("status") == "succeeded" or record.get("exit_code") == 0)
+        ):
             reasons.append(f"{cid}: its tool record says it ran and succeeded, and it never ran")
     return reasons

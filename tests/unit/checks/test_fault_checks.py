@@ -200,3 +200,19 @@ def test_a_harness_known_to_write_its_own_turns_has_its_note_quoted_with_the_ver
         "(seen on nooa 0.0.10)"
     )
     assert known_notes("nooa", "0.0.9") == [] and known_notes("pi", "0.0.10") == []
+
+
+def test_a_record_of_the_parse_failure_shows_the_call_and_a_repaired_command_does_not() -> None:
+    """OpenCode 1.18.33 records the cut-off call as its `invalid` tool, arguments {tool, error: "...JSON parsing
+    failed: Text: <the text>..."}, status succeeded (the `invalid` tool ran, to tell the model): that shows the call.
+    An object holding the command read out of the text is a repair."""
+    ep = load_episode("tool_args_truncated")
+    call = _malformed(ep)
+    record = next(t for t in ep.rollout["tool_calls"] if t["tool_call_id"] == call["tool_call_id"])
+    error = f"Invalid input for tool bash: JSON parsing failed: Text: {call['arguments_text']}.\nError message: x"
+    record.update(tool_name="invalid", arguments={"tool": "bash", "error": error}, status="succeeded")
+    assert ep.evaluate()["tools.args_not_run"] == (Status.PASS, [])
+    command = call["arguments"]["command"]
+    record.update(tool_name="bash", arguments={"command": command[:-3]}, status="failed")  # a partial repair
+    status, reasons = ep.evaluate()["tools.args_not_run"]
+    assert status == Status.FAIL and "repaired from what was sent" in reasons[0]
