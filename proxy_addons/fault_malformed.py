@@ -1,5 +1,8 @@
 """`sse_malformed`: a stream in which one event's data is not valid JSON (its first half only), the rest of the stream
-as it was, to its normal end: not a cut. A JSON reply gets its body with a middle piece missing."""
+as it was, to its normal end: not a cut. The event is one no part of the reply can be had without: in Chat and
+Messages a delta in the middle (nothing else carries its piece); in Responses, whose other events repeat every piece
+(`output_item.done`, `response.completed`), the terminal `response.completed` itself, without which the response
+never completed. A JSON reply gets its body with a middle piece missing."""
 
 from __future__ import annotations
 
@@ -11,10 +14,20 @@ from proxy_addons.fault_shapes import AlteredReply
 from proxy_addons.protocol import RenderedReply
 
 
-def _broken_stream(rendered: RenderedReply) -> AlteredReply:
+def _middle(rendered: RenderedReply) -> int:
+    """A delta carrying part of the text or of the arguments (Chat, Messages)."""
+    assert rendered.frames is not None
+    return len(rendered.frames) // 2
+
+
+def _last(rendered: RenderedReply) -> int:
+    """The terminal event (Responses `response.completed`)."""
+    assert rendered.frames is not None
+    return len(rendered.frames) - 1
+
+
+def _broken_stream(rendered: RenderedReply, index: int) -> AlteredReply:
     assert rendered.frames is not None and rendered.sse_events is not None
-    # The middle event: a delta carrying part of the text or of the arguments, in every protocol's stream.
-    index = len(rendered.frames) // 2
     data = rendered.sse_events[index]
     broken = data[: len(data) // 2]
     frame = rendered.frames[index]
@@ -40,13 +53,15 @@ def _broken_body(rendered: RenderedReply) -> AlteredReply:
     return AlteredReply(replace(rendered, body=broken), played, usable=False)
 
 
-def _malformed(rendered: RenderedReply) -> AlteredReply:
-    return _broken_stream(rendered) if rendered.frames is not None else _broken_body(rendered)
+def _malformed(which: Callable[[RenderedReply], int]) -> Callable[[RenderedReply], AlteredReply]:
+    def render(rendered: RenderedReply) -> AlteredReply:
+        return _broken_stream(rendered, which(rendered)) if rendered.frames is not None else _broken_body(rendered)
+
+    return render
 
 
-# The same breakage in every protocol: what breaks is the framing, not the protocol's vocabulary.
 RENDER: dict[str, Callable[[RenderedReply], AlteredReply]] = {
-    "chat": _malformed,
-    "responses": _malformed,
-    "messages": _malformed,
+    "chat": _malformed(_middle),
+    "responses": _malformed(_last),
+    "messages": _malformed(_middle),
 }

@@ -308,6 +308,10 @@ def test_sse_malformed_breaks_one_events_json_and_the_stream_ends_normally(
         with pytest.raises(ValueError):
             json.loads(events[index])
         assert all(json.loads(e) for n, e in enumerate(events) if n != index and e != "[DONE]")
+        # Responses repeats every piece in later events: there the event broken is the one that completes it.
+        assert index == (len(events) - 1 if protocol == "responses" else len(events) // 2)
+        if protocol == "responses":
+            assert events[index].startswith('{"type":"response.completed"')
     else:
         assert set(attempt["played"]) == {"removed_bytes"}
     assert driver.turn(stream).text == "PROBE_DONE"
