@@ -85,3 +85,18 @@ def test_misreporting_mode_fails_the_expected_checks(
     result = _results(out)[scenario]
     assert result["execution"]["status"] == "exited"
     assert _own_failures(result) == expected
+
+
+def test_the_honest_reference_plays_the_same_facts_over_either_transport(images: Images, tmp_path: Path) -> None:
+    """`run --compare-stream`: each episode played again over SSE into twin/, the rollouts held to each other."""
+    out = tmp_path / "out"
+    scenarios = ("tool_success", "retry_429", "sse_malformed", "length_cut")
+    res = hp("run", "-H", "reference", "--compare-stream", *(a for s in scenarios for a in ("-s", s)), "-o", str(out))
+    assert res.code == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    results = _results(out)
+    assert sorted(results) == sorted(scenarios)
+    for name, result in results.items():
+        parity = next(c for c in result["checks"] if c["id"] == "transport.parity")
+        assert parity["status"] == "pass", (name, parity)
+        twin = json.loads((out / "reference" / name / "twin" / "runtime.json").read_text())
+        assert twin["launch"]["options"] == {"stream": "true"}
