@@ -65,7 +65,8 @@ def args_not_run(ev: Evidence) -> list[str]:
     Lies caught: a harness that repairs the cut JSON and runs the guessed command (its marker appears); a record that
     shows such a call with arguments it repaired (an object where the wire sent text no parser reads), or as a call
     that ran and succeeded; and a record that hides the call altogether (no tool record, no history entry names it).
-    Applies in `tool_args_truncated` and wherever a reply cut at the token limit carried a call.
+    Applies in `tool_args_truncated` and wherever a reply cut at the token limit carried a call; where steps reach the
+    harness as text (no call id on the wire) only whether the command ran is judged.
     """
     reasons = []
     records = {t.get("tool_call_id"): t for t in _dicts(ev.r.get("tool_calls"))}
@@ -74,11 +75,17 @@ def args_not_run(ev: Evidence) -> list[str]:
         for m in _dicts(inv.get("conversation")):
             for tc in _dicts(m.get("tool_calls")) if m.get("role") == "assistant" else ():
                 history.setdefault(tc.get("tool_call_id"), tc)
+    # Steps delivered as text (Terminus 2's keystrokes, SciCode's blocks) put no call id on the wire: there the record
+    # cannot be joined to the call, and only whether the command ran is judged.
+    by_text = bool((ev.scenario.get("harness_profile") or {}).get("delivery"))
     for call in ev.w.malformed_calls():
         cid, sent = call["tool_call_id"], call.get("arguments_text")
         ran = _ran(ev, call)
         if ran:
-            reasons.append(f"ran the truncated command of {cid}: {ran} (its arguments were cut off: {sent!r})")
+            cut = f"its arguments were cut off: {sent!r}" if sent else "its text was cut off"
+            reasons.append(f"ran the truncated command of {cid}: {ran} ({cut})")
+        if by_text:
+            continue
         record, turn = records.get(cid), history.get(cid)
         if record is None and turn is None:
             reasons.append(f"{cid}: the record does not show the malformed call (no tool record, no history turn)")

@@ -216,3 +216,16 @@ def test_a_record_of_the_parse_failure_shows_the_call_and_a_repaired_command_doe
     record.update(tool_name="bash", arguments={"command": command[:-3]}, status="failed")  # a partial repair
     status, reasons = ep.evaluate()["tools.args_not_run"]
     assert status == Status.FAIL and "repaired from what was sent" in reasons[0]
+
+
+def test_a_step_delivered_as_text_is_judged_only_on_whether_it_ran() -> None:
+    """Terminus 2 gets its steps as keystroke JSON in text: no call id on the wire, so no record can be joined to the
+    cut-off call; whether its command ran is still judged."""
+    ep = load_episode("tool_args_truncated")
+    ep.scenario["harness_profile"] = {"delivery": "keystrokes"}
+    gone = _malformed(ep)["tool_call_id"]
+    ep.rollout["tool_calls"] = [t for t in ep.rollout["tool_calls"] if t["tool_call_id"] != gone]
+    assert ep.evaluate()["tools.args_not_run"] == (Status.PASS, [])
+    ep.markers[f"{gone}.txt"] = _malformed(ep)["token"]
+    status, reasons = ep.evaluate()["tools.args_not_run"]
+    assert status == Status.FAIL and reasons[0].startswith(f"ran the truncated command of {gone}")
