@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -21,6 +21,7 @@ __all__ = [
     "attempt_keys",
     "call_column",
     "call_keys",
+    "certain_pairs",
     "column",
     "decided",
     "join_calls",
@@ -268,6 +269,27 @@ def _join(ev: Evidence) -> Join:
             out_of_order.append((c, a))
         elif n > last:
             last = n
+    return out
+
+
+def certain_pairs(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Pairs whose join names one attempt for certain: a success by its id, a success of a harness that keeps no ids
+    joined in order (the join pairs those only when they are exactly as many as the wire's model replies), or a
+    failure whose status the rollout records exactly as often as the wire shows it. With one of two 429s dropped,
+    which one a recorded 429 was is a guess, and a time compared against a guess would blame the times for a
+    missing attempt (multiset's finding)."""
+    joined = join_calls(ev)
+    if joined.positional:
+        return joined.pairs  # every key recorded exactly as often as witnessed: each pair is certain
+    witnessed = Counter(attempt_keys(ev, None))
+    recorded = Counter(call_keys(ev))
+    out = []
+    for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
+        # ("ok", None) pairs only in an order join whose numbers agree (join_calls leaves every other id-less success
+        # unpaired): the n-th recorded success is the n-th model reply.
+        by_id = key[0] == "ok" and c.get("response_id") is not None
+        if key == ("ok", None) or by_id or witnessed[key] == recorded[key]:
+            out.append((c, a))
     return out
 
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import join_calls, loose_failures
+from orchestrator.checks.join import certain_pairs
 from orchestrator.checks.model import Kind, Unverifiable, check
 from orchestrator.checks.times import TimeCache
 
@@ -110,7 +110,9 @@ def retry_wait_recorded(ev: Evidence) -> list[str]:
         )
     nxt = {id(a): (b, gap) for a, b, gap in _gaps(ev)}
     reasons = []
-    for c, a in [*join_calls(ev).pairs, *loose_failures(ev)]:
+    # Only calls whose attempt is certain: with one of two 429s dropped, which one a recorded 429 was is a guess, and a
+    # wait held to a guess would blame the wait for the missing attempt (attempts.multiset's finding).
+    for c, a in certain_pairs(ev):
         recorded = _recorded_wait(c)
         if recorded is None:
             continue

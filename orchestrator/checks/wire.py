@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from datetime import timedelta
 from operator import itemgetter, methodcaller
 from typing import Any
@@ -20,7 +19,7 @@ from orchestrator.checks.join import (
     attempt_column,
     attempt_keys,
     call_column,
-    call_keys,
+    certain_pairs,
     join_calls,
     loose_failures,
     order_pairs_beside,
@@ -120,27 +119,6 @@ def _whole_exchanges(ev: Evidence, joined: Join) -> bool:
     )
 
 
-def _unambiguous(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Pairs whose join names one attempt for certain: a success by its id, a success of a harness that keeps no ids
-    joined in order (the join pairs those only when they are exactly as many as the wire's model replies), or a
-    failure whose status the rollout records exactly as often as the wire shows it. With one of two 429s dropped,
-    which one a recorded 429 was is a guess, and a time compared against a guess would blame the times for a
-    missing attempt (multiset's finding)."""
-    joined = join_calls(ev)
-    if joined.positional:
-        return joined.pairs  # every key recorded exactly as often as witnessed: each pair is certain
-    witnessed = Counter(attempt_keys(ev, None))
-    recorded = Counter(call_keys(ev))
-    out = []
-    for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
-        # ("ok", None) pairs only in an order join whose numbers agree (join_calls leaves every other id-less success
-        # unpaired): the n-th recorded success is the n-th model reply.
-        by_id = key[0] == "ok" and c.get("response_id") is not None
-        if key == ("ok", None) or by_id or witnessed[key] == recorded[key]:
-            out.append((c, a))
-    return out
-
-
 @check(
     "calls.witness_times",
     kind=Kind.BEHAVIORAL,
@@ -164,7 +142,7 @@ def calls_witness_times(ev: Evidence) -> list[str]:
     if looks.calls_inside_attempts(ev, parse):
         return []
     reasons = []
-    pairs = _unambiguous(ev)
+    pairs = certain_pairs(ev)
     broken = join_calls(ev).order_join_broken
     if broken:
         beside = order_pairs_beside(ev)

@@ -229,3 +229,22 @@ def test_a_step_delivered_as_text_is_judged_only_on_whether_it_ran() -> None:
     ep.markers[f"{gone}.txt"] = _malformed(ep)["token"]
     status, reasons = ep.evaluate()["tools.args_not_run"]
     assert status == Status.FAIL and reasons[0].startswith(f"ran the truncated command of {gone}")
+
+
+def test_a_recorded_wait_is_held_only_to_the_attempt_its_call_certainly_was() -> None:
+    """With one of two 429s dropped, which 429 the one left was is a guess: its wait is not held to a guess (the
+    dropped attempt is attempts.multiset's finding), as the reference's drop_failed_attempt mode showed."""
+    ep = load_episode("retry_429")
+    model = _model(ep)
+    failed = [c for c in ep.rollout["model_calls"] if c["error_category"]]
+    for call, (a, b) in zip(failed, zip(model, model[1:], strict=False), strict=False):
+        gap = datetime.fromisoformat(b["started_at"]) - datetime.fromisoformat(a["completed_at"])
+        call["retry_delay_ms"] = gap.total_seconds() * 1000
+    assert ep.evaluate()["retry.wait_recorded"] == (Status.PASS, [])
+    dropped = failed[0]["model_call_id"]
+    ep.rollout["model_calls"] = [c for c in ep.rollout["model_calls"] if c["model_call_id"] != dropped]
+    for holder in (*ep.rollout["invocations"], *ep.rollout["steps"]):
+        holder["model_call_refs"] = [r for r in holder["model_call_refs"] if r != dropped]
+    results = ep.evaluate()
+    assert results["retry.wait_recorded"] == (Status.PASS, [])
+    assert results["attempts.multiset"][0] == Status.FAIL
