@@ -32,6 +32,30 @@ def _ran(ev: Evidence, call: dict[str, Any]) -> str | None:
 _READ_OUT = 8
 
 
+def _calls_in_replies(ev: Evidence) -> dict[str, dict[str, Any]]:
+    """The tool calls in the replies the rollout kept (`model_calls[].response`: mini-SWE-agent keeps a reply it could
+    not parse only there), by id, each as {"arguments": what the reply gave}: the record shows the call there too."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            cid = value.get("call_id") if value.get("type") == "function_call" else value.get("id")
+            function = value.get("function")
+            if isinstance(cid, str) and isinstance(function, dict) and "arguments" in function:
+                found.setdefault(cid, {"arguments": function["arguments"]})  # Chat
+            elif isinstance(cid, str) and value.get("type") in ("function_call", "tool_use"):
+                found.setdefault(cid, {"arguments": value.get("arguments", value.get("input"))})  # Responses, Messages
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for call in _dicts(ev.r.get("model_calls")):
+        walk(call.get("response"))
+    return found
+
+
 def _shown(arguments: Any, sent: str | None, intended: Any) -> bool:
     """Whether recorded arguments show what was sent: the text itself (or none kept), or a record of the failure (an
     error naming the text, OpenCode's `invalid` tool); not an object repaired from it, one that holds the command
@@ -64,7 +88,8 @@ def args_not_run(ev: Evidence) -> list[str]:
 
     Lies caught: a harness that repairs the cut JSON and runs the guessed command (its marker appears); a record that
     shows such a call with arguments it repaired (an object where the wire sent text no parser reads), or as a call
-    that ran and succeeded; and a record that hides the call altogether (no tool record, no history entry names it).
+    that ran and succeeded; and a record that hides the call altogether (no tool record, no history turn, no reply it
+    kept names it).
     Applies in `tool_args_truncated` and wherever a reply cut at the token limit carried a call; where steps reach the
     harness as text (no call id on the wire) only whether the command ran is judged.
     """
@@ -78,6 +103,7 @@ def args_not_run(ev: Evidence) -> list[str]:
     # Steps delivered as text (Terminus 2's keystrokes, SciCode's blocks) put no call id on the wire: there the record
     # cannot be joined to the call, and only whether the command ran is judged.
     by_text = bool((ev.scenario.get("harness_profile") or {}).get("delivery"))
+    kept_replies = _calls_in_replies(ev)
     for call in ev.w.malformed_calls():
         cid, sent = call["tool_call_id"], call.get("arguments_text")
         ran = _ran(ev, call)
@@ -86,11 +112,13 @@ def args_not_run(ev: Evidence) -> list[str]:
             reasons.append(f"ran the truncated command of {cid}: {ran} ({cut})")
         if by_text:
             continue
-        record, turn = records.get(cid), history.get(cid)
-        if record is None and turn is None:
-            reasons.append(f"{cid}: the record does not show the malformed call (no tool record, no history turn)")
+        record, turn, reply = records.get(cid), history.get(cid), kept_replies.get(cid)
+        if record is None and turn is None and reply is None:
+            reasons.append(
+                f"{cid}: the record does not show the malformed call (no tool record, no history turn, no kept reply)"
+            )
             continue
-        for where, entry in (("tool record", record), ("history", turn)):
+        for where, entry in (("tool record", record), ("history", turn), ("kept reply", reply)):
             if entry is not None and not _shown(entry.get("arguments"), sent, call.get("arguments")):
                 reasons.append(
                     f"{cid}: its {where} gives arguments {entry.get('arguments')!r}, repaired from what was sent "

@@ -109,7 +109,9 @@ def test_a_record_that_hides_the_truncated_call_fails() -> None:
         m["tool_calls"] = [tc for tc in m.get("tool_calls", []) if tc["tool_call_id"] != gone]
     status, reasons = ep.evaluate()["tools.args_not_run"]
     assert status == Status.FAIL
-    assert reasons == [f"{gone}: the record does not show the malformed call (no tool record, no history turn)"]
+    assert reasons == [
+        f"{gone}: the record does not show the malformed call (no tool record, no history turn, no kept reply)"
+    ]
 
 
 def test_the_truncated_call_is_no_tool_call_the_other_checks_look_for() -> None:
@@ -248,3 +250,20 @@ def test_a_recorded_wait_is_held_only_to_the_attempt_its_call_certainly_was() ->
     results = ep.evaluate()
     assert results["retry.wait_recorded"] == (Status.PASS, [])
     assert results["attempts.multiset"][0] == Status.FAIL
+
+
+def test_a_reply_the_harness_kept_shows_the_call_it_could_not_parse() -> None:
+    """mini-SWE-agent 2.4.6 keeps a reply it could not parse only inside its format-error message (the call's
+    `response`): the call, with its arguments as sent, is shown there."""
+    ep = load_episode("tool_args_truncated")
+    call = _malformed(ep)
+    gone = call["tool_call_id"]
+    ep.rollout["tool_calls"] = [t for t in ep.rollout["tool_calls"] if t["tool_call_id"] != gone]
+    for m in ep.rollout["invocations"][0]["conversation"]:
+        m["tool_calls"] = [tc for tc in m.get("tool_calls", []) if tc["tool_call_id"] != gone]
+    kept = {"id": gone, "type": "function", "function": {"name": "bash", "arguments": call["arguments_text"]}}
+    ep.rollout["model_calls"][0]["response"] = {"choices": [{"message": {"tool_calls": [kept]}}]}
+    assert ep.evaluate()["tools.args_not_run"] == (Status.PASS, [])
+    kept["function"]["arguments"] = json.dumps(call["arguments"])  # the reply kept with the arguments repaired
+    status, reasons = ep.evaluate()["tools.args_not_run"]
+    assert status == Status.FAIL and "its kept reply gives arguments" in reasons[0]
