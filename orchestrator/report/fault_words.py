@@ -27,7 +27,7 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
         "steps.witness_attempts",
     ),
     "length_cut": ("calls.response_metadata", "error.propagated", "outcome.final_answer"),
-    "tool_args_truncated": ("tools.args_not_run", "witness.final_answer_sent"),
+    "tool_args_truncated": ("tools.args_not_run", "history.witness_results"),
     "sse_malformed": ("attempts.multiset", "attempts.exchange", "error.propagated", "outcome.final_answer"),
     "stream_error_event": ("attempts.multiset", "attempts.exchange", "error.propagated", "outcome.final_answer"),
     "body_not_json": ("attempts.multiset", "attempts.exchange", "error.propagated", "outcome.final_answer"),
@@ -46,7 +46,7 @@ _PASSED = {
     "calls.response_metadata": "kept the finish reason the provider sent",
     "outcome.final_answer": "asked again and reported the whole answer",
     "tools.args_not_run": "did not run the truncated command, and its record shows the malformed call as sent",
-    "witness.final_answer_sent": "recovered to the final answer",
+    "history.witness_results": "its history gives each result and each call's arguments as the wire carried them",
 }
 
 
