@@ -34,6 +34,7 @@ from orchestrator.runtime.collect import Collection, CollectLimits, Finding
 from orchestrator.scenarios import list_scenarios
 from orchestrator.treehash import TreeHashes, write_audit_record
 from orchestrator.verdict import (
+    attach_twin,
     collect_evidence,
     judge,
     normalize_native,
@@ -181,6 +182,7 @@ def _audit_episode(
                     rollout, why = read_rollout(dest.rollout)
                     result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
                 ev = collect_evidence(scenario, dest, rollout, why, limits.max_bytes, markers_ready=copying.wait)
+                attach_twin(ev, dest, harness)
                 gc.freeze()
             # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
             ev.rollout_parsed = rollout_format == "probe"

@@ -30,8 +30,9 @@ __all__ = ["CopyFailed", "EvidenceCopy", "copy_evidence"]
 # collected out of its containers is copied under the caps its collection drew on, counted as it counted them and
 # in its order, so an untouched run's evidence is copied whole; what a run writes itself (the rollout, of
 # any size a reader takes) is copied file by file, each up to the JSON reader's cap.
-_COLLECTED = ("harness.log", "native", "proxy.log", "witness.jsonl", "markers")
-_UNCOUNTED = ("harness.log", "native", "proxy.log")  # a run counted what they hold, not themselves
+# A transport twin (`run --compare-stream`) is an episode folder of its own inside the episode's: copied whole.
+_COLLECTED = ("harness.log", "native", "proxy.log", "witness.jsonl", "twin", "markers")
+_UNCOUNTED = ("harness.log", "native", "proxy.log", "twin")  # a run counted what they hold, not themselves
 _WRITTEN = ("rollout.json", "runtime.json", "scenario.json", ATIF_NAME)
 _BESIDE = "markers"  # the last of _COLLECTED, so nothing counted after it waits for it
 # Fewer files than this are copied here sooner than a child starts (a fork is a millisecond or more, and an audit

@@ -90,9 +90,15 @@ def _semantic_faults(data: dict[str, Any], path: Path) -> list[Fault]:
     for i, step in enumerate(data["script"][:-1]):
         if "final_answer" in step:
             found.append(Fault(f"$.script[{i}]", "a final_answer step must be the last step"))
+    seen: set[int] = set()
     for i, fault in enumerate(data["faults"]):
         if fault["kind"] == "http_error" and "status" not in fault:
             found.append(Fault(f"$.faults[{i}]", "an http_error fault needs a status"))
+        if fault["attempt"] in seen:
+            found.append(Fault(f"$.faults[{i}].attempt", f"attempt {fault['attempt']} already has a fault"))
+        seen.add(fault["attempt"])
+    if sum(1 for fault in data["faults"] if fault["kind"] == "quota") > 1:
+        found.append(Fault("$.faults", "a scenario has at most one quota"))
     return found
 
 

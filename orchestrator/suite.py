@@ -65,6 +65,8 @@ class RunConfig:
     shard: tuple[int, int] | None = None  # (I, N): only the I-th of N slices of the harness x scenario grid
     # Harness name -> (its image built from other inputs than the pin, what runtime.json records of it).
     variants: dict[str, tuple[ImageVariant, dict[str, Any]]] = field(default_factory=dict)
+    # Play each episode once more with the harness's transport switched, into twin/ (orchestrator/twin.py).
+    compare_stream: bool = False
 
 
 def new_run_id() -> str:
@@ -340,6 +342,10 @@ def _episodes(
         try:
             plan, ready = ahead.begin(index)
             result = play_episode(engine, plan, cfg.collect, ready, on_started=ahead.set_up_next, on_ended=ended)
+            if cfg.compare_stream and not stopping.is_set():
+                from orchestrator.twin import play_twin
+
+                result = play_twin(engine, h, sc, images[h.name], paths, run_id, cfg.timeout, cfg.collect, result)
         except KeyboardInterrupt:  # --jobs 1: the stop lands here, in the episode's own thread
             stopping.set()
             with deferred_interrupts():

@@ -25,7 +25,15 @@ INTERRUPTED = "interrupted"
 MAX_MARKERS = 10_000
 MARKER_BYTES = 64 * 1024
 
-__all__ = ["INTERRUPTED", "collect_evidence", "interrupted_result", "judge", "keep_unjudged", "normalize_native"]
+__all__ = [
+    "INTERRUPTED",
+    "attach_twin",
+    "collect_evidence",
+    "interrupted_result",
+    "judge",
+    "keep_unjudged",
+    "normalize_native",
+]
 
 
 def normalize_native(
@@ -83,6 +91,29 @@ def collect_evidence(
     if paths.markers.is_dir() and not paths.markers.is_symlink():
         ev.markers = _markers(paths.markers)
     return ev
+
+
+def attach_twin(ev: Evidence, paths: EpisodePaths, harness: Harness | None) -> None:
+    """The episode's transport twin (its `twin/` folder, `run --compare-stream`) as evidence beside it: its rollout
+    normalized again from its native logs when `harness` is given, else read from its rollout.json, and its witness.
+    No folder, no twin; an unreadable part is named in `ev.errors`, so transport.parity fails as unavailable."""
+    twin = EpisodePaths(paths.root / "twin")
+    if not twin.root.is_dir() or twin.root.is_symlink():
+        return
+    if harness is not None:
+        rollout, record = normalize_native(harness, twin.native)
+        why = record["message"]
+    else:
+        rollout, why = read_rollout(twin.rollout)
+    if isinstance(rollout, dict):
+        integral_as_int(rollout, "probe-rollout/v1")
+        ev.twin_rollout = rollout
+    else:
+        ev.errors["twin_rollout"] = f"twin: {why or 'no rollout'}"
+    try:
+        ev.twin_witness = read_witness(twin.witness)
+    except FormatError as exc:
+        ev.errors["twin_witness"] = f"twin: {exc}"
 
 
 def _markers(folder: Path) -> dict[str, str]:

@@ -92,6 +92,7 @@ class AttemptLog:
         reply_kind: str | None = None,
         answer: str | None = None,
         tool_call_ids: list[str] | None = None,
+        played: Mapping[str, Any] | None = None,
     ) -> None:
         request = attempt.request
         wire_body = request.body if request.raw_body is None else request.raw_body
@@ -124,6 +125,8 @@ class AttemptLog:
         }
         if outcome is not None and outcome.client_disconnected_at is not None:
             fields["client_disconnected_at"] = outcome.client_disconnected_at
+        if played:
+            fields["played"] = dict(played)
         # The request body is the harness's: past the witness budget, only its size and sha256 are kept.
         self.recorder.write("attempt", fields, at=completed_at, bodies={"request": wire_body})
         # No log line per attempt: under mitmdump every record is also dispatched as an `add_log` event through

@@ -8,19 +8,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from proxy_addons import compaction
+from proxy_addons import compaction, fault_quota
 from proxy_addons.attempts import Attempt, AttemptLog
 from proxy_addons.auxiliary import AuxiliaryReplies
 from proxy_addons.call_ids import id_codec
 from proxy_addons.chat import ChatCodec
 from proxy_addons.delivery import Refusal, delivery_for
 from proxy_addons.exchange import SSE_HEADERS, Answer, IncomingRequest, OutgoingResponse, parse_json_body
-from proxy_addons.fault_replies import FaultReplies
+from proxy_addons.fault_quota import QuotaWindow, Refused
+from proxy_addons.fault_replies import FaultReplies, UnrenderedFault, alter_reply, error_shape
+from proxy_addons.fault_shapes import AlteredReply, ErrorShape
+from proxy_addons.faults import ARGS_TRUNCATED, HTTP_ERROR, LENGTH_CUT, STEP_FAULTS
 from proxy_addons.gemini import GeminiCodec
 from proxy_addons.issued_calls import CallState, tool_call_fields
 from proxy_addons.limits import MAX_BODY_BYTES, body_over_cap, check_marker
 from proxy_addons.messages import MessagesCodec
-from proxy_addons.protocol import Codec, ModelRequest, RequestShapeError, ScriptedReply
+from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, RequestShapeError, ScriptedReply
 from proxy_addons.responses import ResponsesCodec
 from proxy_addons.routes import RouteKind, match_route
 from proxy_addons.scenario import CUT, RESET, WITHHOLD, Fault, Scenario
@@ -69,6 +72,10 @@ class Interpreter:
         self._compacted = False
         # How a step reaches this harness (native tool calls unless harness_profile.delivery says otherwise).
         self._delivery = delivery_for(scenario)
+        quota = scenario.quota
+        self._quota = QuotaWindow(quota.requests, quota.window_seconds, seconds) if quota is not None else None
+        # Calls whose arguments reached the harness cut off (not JSON): whether it ran one is checked at the end.
+        self._malformed: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -88,8 +95,11 @@ class Interpreter:
         # So is every call of a delivery whose results never come back (SciCode runs the blocks after its last
         # request, if at all).
         unreturned = not self._delivery.returns_results
-        for call_id, state in self._calls.items():
-            if (state.call.final_submit or unreturned) and not state.verified:
+        checked = [(i, s) for i, s in self._calls.items() if s.call.final_submit or unreturned]
+        # A call whose arguments arrived cut off must not have run: its marker is looked for once more, at the end.
+        checked += [(i, self._sent[i]) for i in sorted(self._malformed)]
+        for call_id, state in checked:
+            if not state.verified:
                 present, matches = check_marker(state.call.marker_path, state.call.token)
                 self.recorder.write("marker", {"tool_call_id": call_id, "present": present, "matches": matches})
                 state.marker = (present, matches)
@@ -193,13 +203,23 @@ class Interpreter:
         """The script's answer to a model request that passed the guards: a fault or the due step."""
         model_attempt = self._model_attempts
         fault = self.scenario.fault_for(model_attempt)
-        if fault is not None and fault.kind != CUT:
+        quota = self.scenario.quota
+        if fault is None and quota is not None and self._quota is not None and model_attempt >= quota.attempt:
+            left = self._quota.admit()
+            if left is not None:
+                self._model_attempts += 1
+                refused = Refused(self.scenario.model, quota.requests, quota.window_seconds, left)
+                render = fault_quota_render(codec.protocol)
+                return self._faults.shaped(attempt, quota, model_attempt, render(refused))
+        if fault is not None and fault.kind not in STEP_FAULTS:
             self._model_attempts += 1
             if fault.kind == WITHHOLD:
                 return self._faults.withhold(attempt, fault, model_attempt)
             if fault.kind == RESET:
                 return self._faults.reset(attempt, fault, model_attempt)
-            return self._faults.http_error(attempt, codec, fault, model_attempt)
+            if fault.kind == HTTP_ERROR:
+                return self._faults.http_error(attempt, codec, fault, model_attempt)
+            return self._faults.shaped(attempt, fault, model_attempt, error_shape(fault.kind, codec.protocol))
         if self._step >= len(self.scenario.steps):
             detail = f"all {len(self.scenario.steps)} scripted replies were already sent"
             return self._reject(attempt, "script_exhausted", detail)
@@ -274,7 +294,7 @@ class Interpreter:
     # -- scripted replies ------------------------------------------------------------------------
 
     def _play(
-        self, attempt: Attempt, codec: Codec, model_request: ModelRequest, model_attempt: int, cut: Fault | None
+        self, attempt: Attempt, codec: Codec, model_request: ModelRequest, model_attempt: int, fault: Fault | None
     ) -> Answer:
         step_index = self._step
         issuer = id_codec(codec, self.scenario.tool_call_ids)
@@ -290,20 +310,25 @@ class Interpreter:
             usage=usage,
         )
         rendered = codec.render_reply(reply, model_request, self.scenario.model, int(self._seconds()))
+        altered = alter_reply(fault.kind, codec.protocol, rendered) if fault and fault.kind != CUT else None
         self._model_attempts += 1
 
         # Calls are witnessed before the reply that carries them can leave the proxy, a cut one included:
         # a harness may still run a call it got in part, and its marker must then be explainable.
         for call in calls:
-            self.recorder.write("tool_call", tool_call_fields(attempt.attempt_id, call))
+            self.recorder.write("tool_call", _call_fields(attempt.attempt_id, call, fault, altered))
             self._sent[call.call_id] = CallState(call=call, attempt_id=attempt.attempt_id)
+            if fault is not None and fault.kind in (ARGS_TRUNCATED, LENGTH_CUT):
+                self._malformed.add(call.call_id)
         reply_facts: dict[str, Any] = {
             "reply_kind": "final_answer" if answer is not None else "tool_calls",
             "answer": answer,
             "tool_call_ids": [call.call_id for call in calls],
         }
-        if cut is not None:
-            return self._faults.cut(attempt, rendered, cut, model_attempt, step_index, reply_facts)
+        if fault is not None and altered is not None:
+            return self._faults.altered(attempt, altered, fault, model_attempt, step_index, reply_facts)
+        if fault is not None:
+            return self._faults.cut(attempt, rendered, fault, model_attempt, step_index, reply_facts)
 
         self._log.record(
             attempt,
@@ -336,3 +361,21 @@ class Interpreter:
     ) -> OutgoingResponse:
         codec = CODECS.get(attempt.protocol) if attempt.protocol is not None else None
         return self._log.reject(attempt, codec, code, detail, extra)
+
+
+def fault_quota_render(protocol: str) -> Callable[[Refused], ErrorShape]:
+    """The quota's 429 in `protocol`."""
+    render = fault_quota.RENDER.get(protocol)
+    if render is None:
+        raise UnrenderedFault(f"fault quota has no rendering for the {protocol} protocol")
+    return render
+
+
+def _call_fields(attempt_id: str, call: IssuedToolCall, fault: Fault | None, altered: AlteredReply | None) -> Any:
+    """The `tool_call` event; a call the fault cut is `malformed`, with the arguments text as it was sent."""
+    fields = tool_call_fields(attempt_id, call)
+    if fault is not None and fault.kind in (ARGS_TRUNCATED, LENGTH_CUT):
+        fields["malformed"] = True
+        if altered is not None and call.call_id in altered.cut_arguments:
+            fields["arguments_text"] = altered.cut_arguments[call.call_id]
+    return fields

@@ -7,9 +7,23 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from proxy_addons.delivery_code_tool import FinalTool, FinalToolError, parse_final_tool
+from proxy_addons.faults import (
+    CUT,
+    DEFAULT_CUT_PAUSE_SECONDS,
+    DEFAULT_WITHHOLD_MAX_SECONDS,
+    FAULT_KINDS,
+    HTTP_ERROR,
+    QUOTA,
+    RESET,
+    WITHHOLD,
+    Fault,
+    FaultError,
+    is_int,
+    parse_faults,
+)
 
 SCENARIO_SCHEMA = "probe-scenario/v1"
 
@@ -22,26 +36,27 @@ DEFAULT_EXIT_CODE = 0
 DELIVERIES = frozenset({"keystrokes", "python_blocks"})
 # `harness_profile.tool_call_ids`: how the ids of the calls the script issues are spelled (proxy_addons/call_ids.py).
 TOOL_CALL_ID_STYLES = frozenset({"alphanumeric"})
-DEFAULT_ERROR_TYPE = "probe_error"
-DEFAULT_ERROR_MESSAGE = "scripted model failure"
-# A withheld reply is held at most this long; then the proxy closes the connection itself, so a harness
-# without any deadline cannot keep an episode open for ever.
-DEFAULT_WITHHOLD_MAX_SECONDS = 600.0
-# How long a cut stream stays open after its last event, so the client surely reads those events first.
-DEFAULT_CUT_PAUSE_SECONDS = 0.5
 
-HTTP_ERROR = "http_error"
-WITHHOLD = "withhold"
-CUT = "cut"
-RESET = "reset"
-FAULT_KINDS = frozenset({HTTP_ERROR, WITHHOLD, CUT, RESET})
-# Fields each kind may carry besides `attempt`, `kind` and `repeat`.
-FAULT_FIELDS: dict[str, frozenset[str]] = {
-    HTTP_ERROR: frozenset({"status", "error_type", "message", "retry_after", "delay_seconds"}),
-    WITHHOLD: frozenset({"max_seconds"}),
-    CUT: frozenset({"after_events", "pause_seconds"}),
-    RESET: frozenset(),
-}
+# Faults are read by proxy_addons/faults.py; the names are kept here for the modules and tests that take them from
+# the scenario model.
+__all__ = [
+    "CUT",
+    "DEFAULT_CUT_PAUSE_SECONDS",
+    "DEFAULT_WITHHOLD_MAX_SECONDS",
+    "FAULT_KINDS",
+    "HTTP_ERROR",
+    "RESET",
+    "WITHHOLD",
+    "Fault",
+    "FinalAnswerStep",
+    "Scenario",
+    "ScenarioError",
+    "Step",
+    "ToolCallSpec",
+    "ToolCallsStep",
+    "load_scenario",
+    "parse_scenario",
+]
 
 
 class ScenarioError(ValueError):
@@ -73,29 +88,6 @@ Step = ToolCallsStep | FinalAnswerStep
 
 
 @dataclass(frozen=True)
-class Fault:
-    """A scripted failure answering one model attempt (or, with `repeat`, that attempt and all later ones).
-
-    `http_error`: a JSON error body with `status`, after `delay_seconds` of real silence. `withhold`: no
-    reply (a stream gets its headers and a comment line) until the client gives up, at most
-    `max_seconds`. `cut`: the due step's reply, with the connection closed after `after_events` events
-    (None: about half; a JSON reply: half the body). `reset`: the connection closed with no reply.
-    """
-
-    attempt: int
-    kind: str
-    status: int | None = None
-    repeat: bool = False
-    error_type: str = DEFAULT_ERROR_TYPE
-    message: str = DEFAULT_ERROR_MESSAGE
-    retry_after: float | None = None
-    delay_seconds: float = 0.0
-    max_seconds: float = DEFAULT_WITHHOLD_MAX_SECONDS
-    after_events: int | None = None
-    pause_seconds: float = DEFAULT_CUT_PAUSE_SECONDS
-
-
-@dataclass(frozen=True)
 class Scenario:
     """The parts of a scenario the provider plays; scope and expectations stay with the orchestrator."""
 
@@ -120,16 +112,21 @@ class Scenario:
     context_window: int | None = None
 
     def fault_for(self, model_attempt: int) -> Fault | None:
-        """Return the fault that answers `model_attempt`, if any.
+        """Return the fault that answers `model_attempt`, if any (a quota is the interpreter's to apply: `quota`).
 
         An exact match wins over an earlier repeating fault, so a scenario can still script a
         specific attempt after a `repeat` one without the order of `faults` mattering.
         """
         for fault in self.faults:
-            if fault.attempt == model_attempt:
+            if fault.attempt == model_attempt and fault.kind != QUOTA:
                 return fault
         repeating = [f for f in self.faults if f.repeat and f.attempt <= model_attempt]
         return max(repeating, key=lambda f: f.attempt) if repeating else None
+
+    @property
+    def quota(self) -> Fault | None:
+        """The scenario's request quota, if it scripts one."""
+        return next((f for f in self.faults if f.kind == QUOTA), None)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -236,11 +233,6 @@ def _mapping(value: object, what: str) -> Mapping[str, Any]:
     return value
 
 
-def _is_int(value: object) -> TypeGuard[int]:
-    # bool is an int subclass; a YAML `true` must not pass as exit code 1.
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _parse_steps(value: object) -> tuple[Step, ...]:
     if not isinstance(value, list) or not value:
         raise ScenarioError("scenario `script` must be a non-empty list")
@@ -255,7 +247,7 @@ def _parse_steps(value: object) -> tuple[Step, ...]:
             for call_index, call_raw in enumerate(calls_raw):
                 call = _mapping(call_raw, f"script[{index}].tool_calls[{call_index}]")
                 exit_code = call.get("exit_code", DEFAULT_EXIT_CODE)
-                if not _is_int(exit_code) or not 0 <= exit_code <= 255:
+                if not is_int(exit_code) or not 0 <= exit_code <= 255:
                     raise ScenarioError(f"script[{index}].tool_calls[{call_index}].exit_code must be 0..255")
                 calls.append(ToolCallSpec(exit_code=exit_code))
             steps.append(ToolCallsStep(calls=tuple(calls)))
@@ -271,68 +263,8 @@ def _parse_steps(value: object) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def _seconds(entry: Mapping[str, Any], key: str, where: str, default: float | None) -> float | None:
-    value = entry.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ScenarioError(f"{where}.{key} must be a number >= 0")
-    return float(value)
-
-
-def _parse_fault(index: int, entry: Mapping[str, Any]) -> Fault:
-    where = f"faults[{index}]"
-    attempt = entry.get("attempt")
-    if not _is_int(attempt) or attempt < 0:
-        raise ScenarioError(f"{where}.attempt must be an integer >= 0")
-    kind = entry.get("kind")
-    if kind not in FAULT_KINDS:
-        raise ScenarioError(f"{where}.kind must be one of {sorted(FAULT_KINDS)}")
-    foreign = set(entry) - {"attempt", "kind", "repeat"} - FAULT_FIELDS[kind]
-    if foreign:
-        raise ScenarioError(f"{where}: a {kind} fault does not take {sorted(foreign)}")
-    repeat = entry.get("repeat", False)
-    if not isinstance(repeat, bool):
-        raise ScenarioError(f"{where}.repeat must be a boolean")
-    if kind == HTTP_ERROR:
-        status = entry.get("status")
-        if not _is_int(status) or not 400 <= status <= 599:
-            raise ScenarioError(f"{where}.status must be an HTTP status 400..599")
-        error_type = entry.get("error_type", DEFAULT_ERROR_TYPE)
-        message = entry.get("message", DEFAULT_ERROR_MESSAGE)
-        if not isinstance(error_type, str) or not isinstance(message, str):
-            raise ScenarioError(f"{where}.error_type and .message must be strings")
-        return Fault(
-            attempt=attempt,
-            kind=kind,
-            status=status,
-            repeat=repeat,
-            error_type=error_type,
-            message=message,
-            retry_after=_seconds(entry, "retry_after", where, None),
-            delay_seconds=_seconds(entry, "delay_seconds", where, 0.0) or 0.0,
-        )
-    if kind == WITHHOLD:
-        max_seconds = _seconds(entry, "max_seconds", where, DEFAULT_WITHHOLD_MAX_SECONDS)
-        return Fault(attempt=attempt, kind=kind, repeat=repeat, max_seconds=max_seconds or 0.0)
-    if kind == CUT:
-        after_events = entry.get("after_events")
-        if after_events is not None and (not _is_int(after_events) or after_events < 0):
-            raise ScenarioError(f"{where}.after_events must be an integer >= 0 or null")
-        pause = _seconds(entry, "pause_seconds", where, DEFAULT_CUT_PAUSE_SECONDS)
-        return Fault(attempt=attempt, kind=kind, repeat=repeat, after_events=after_events, pause_seconds=pause or 0.0)
-    return Fault(attempt=attempt, kind=kind, repeat=repeat)
-
-
 def _parse_faults(value: object) -> tuple[Fault, ...]:
-    if not isinstance(value, list):
-        raise ScenarioError("scenario `faults` must be a list")
-    faults: list[Fault] = []
-    seen: set[int] = set()
-    for index, raw in enumerate(value):
-        fault = _parse_fault(index, _mapping(raw, f"faults[{index}]"))
-        if fault.attempt in seen:
-            raise ScenarioError(f"faults[{index}]: attempt {fault.attempt} already has a fault")
-        seen.add(fault.attempt)
-        faults.append(fault)
-    return tuple(faults)
+    try:
+        return parse_faults(value)
+    except FaultError as exc:
+        raise ScenarioError(str(exc)) from None

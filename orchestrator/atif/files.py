@@ -28,7 +28,8 @@ ATIF_NAME = "trajectory.json"
 # the process checks the run judged.
 # Disagreements of core fields with the extension named in a normalize message; the count says how many more.
 _SHOWN = 5
-_EVIDENCE = ("scenario.json", "witness.jsonl", "runtime.json", "markers", "scenario_result.json")
+# An episode's transport twin (`run --compare-stream`) goes with it as it was: its own evidence and rollout.
+_EVIDENCE = ("scenario.json", "witness.jsonl", "runtime.json", "markers", "scenario_result.json", "twin")
 
 
 def find_atif(episode: Path) -> Path | None:

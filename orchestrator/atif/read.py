@@ -118,6 +118,8 @@ class _Reader:
                 ]
             elif sext.get("tool_calls_empty"):
                 msg["tool_calls"] = []
+            if sext.get("origin") in ("model", "harness"):
+                msg["origin"] = sext["origin"]
             conversation.append(msg)
             if step.get("llm_call_count") != 0:
                 step_no += 1

@@ -93,14 +93,15 @@ class _Writer:
     def _agent_step(
         self, step_id: int, m: dict[str, Any], results: list[dict[str, Any]], candidates: list[dict[str, Any]]
     ) -> dict[str, Any]:
+        own = m.get("origin") == "harness"  # a turn the harness wrote itself: no model call made it
         step: dict[str, Any] = {
             "step_id": step_id,
             "source": "agent",
             "message": m.get("content") if isinstance(m.get("content"), str) else "",
-            "llm_call_count": 1,
+            "llm_call_count": 0 if own else 1,
         }
         ext: dict[str, Any] = {}
-        call = next((c for c in candidates if c["model_call_id"] not in self.used_calls), None)
+        call = None if own else next((c for c in candidates if c["model_call_id"] not in self.used_calls), None)
         if call is not None:
             rstep = self.step_of.get(call["model_call_id"])
             refs = rstep["model_call_refs"] if rstep else [call["model_call_id"]]
@@ -123,6 +124,8 @@ class _Writer:
             ext["content_null"] = True
         if m.get("tool_calls") == []:
             ext["tool_calls_empty"] = True
+        if "origin" in m:  # who wrote the turn (the harness itself): ATIF's `source` says only "agent"
+            ext["origin"] = m["origin"]
         calls_out = []
         for tc in m.get("tool_calls") or []:
             args = tc.get("arguments")

@@ -23,6 +23,11 @@ _PROFILE_MODULES = (
     "outcome",
     "egress",
     "compaction",
+    "propagation",
+    "retries",
+    "malformed",
+    "authored",
+    "parity",
     "process",
 )
 for _module in _PROFILE_MODULES:

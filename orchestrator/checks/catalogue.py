@@ -106,6 +106,14 @@ LIES: dict[str, str] = {
     "tokens.totals_match": "session or step token totals disagree with the calls or with the wire",
     "sources.agree": "its two records of the same run (a session log and OpenTelemetry) contradict each other",
     "compaction.recorded": "pushed to its context limit, it never compacted, or did not record the compaction",
+    "error.propagated": "a terminal provider error does not reach its own final result (completed, or an error "
+    "that names nothing), or its record stops before the call the wire ended on",
+    "retry.waited": "it retried before the provider's Retry-After (or quota window) had passed",
+    "retry.wait_recorded": "the wait it records before a retry is not the wait the wire shows",
+    "tools.args_not_run": "it ran a tool call whose arguments arrived cut off (a guessed command), or its record "
+    "hides or repairs that call",
+    "history.harness_authored": "its history passes off turns it wrote itself as the model's, or hides them",
+    "transport.parity": "its record of the same script differs between JSON and SSE replies",
     "process.exit_status": "its exit status says the opposite of how the episode ended (e.g. 0 after a terminal error)",
 }
 

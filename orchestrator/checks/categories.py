@@ -19,6 +19,9 @@ _TIMEOUT_STATUSES = frozenset({408, 504})
 # stream or a failed connection says the wire did something it did not. A cut stream may have been cut by the proxy
 # or abandoned by a client that timed out mid-stream; a reset is a connection that failed.
 _ENDED_AS = {
+    # A 200 delivered whole that no client could use (a malformed event, an error event, an HTML page): it was neither
+    # cut nor timed out, and no connection failed; only a category of the harness's own naming fits it.
+    "complete": frozenset(),
     "withheld": frozenset({"timeout", "withheld"}),
     "cut": frozenset({"stream_cut", "cut", "connection", "reset", "timeout"}),
     "reset": frozenset({"connection", "reset", "stream_cut", "cut"}),

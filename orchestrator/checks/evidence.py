@@ -8,6 +8,7 @@ from itertools import chain, compress, islice, repeat
 from pathlib import Path
 from typing import Any, cast
 
+from orchestrator.checks.fault_kinds import NOT_ISSUED
 from orchestrator.evidence import (
     Fault,
     FormatError,
@@ -54,7 +55,8 @@ NO_RESULT_DELIVERIES = frozenset({"python_blocks"})
 
 
 def scope_of(scenario: dict[str, Any], execution: Execution | None = None) -> dict[str, bool]:
-    """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error, `exited` when
+    """The declared scope, plus `terminal_error` for scenarios whose expected outcome is an error, `retry_wait` for
+    scenarios whose faults ask the harness to wait before it retries (a Retry-After above 0, a quota), `exited` when
     the harness process ended on its own (its exit status can be judged), and `tool_ids`.
 
     `tool_ids` is false when the harness profile (written into the played scenario by the orchestrator, from the
@@ -65,11 +67,19 @@ def scope_of(scenario: dict[str, Any], execution: Execution | None = None) -> di
     """
     scope = dict(scenario["scope"])
     scope["terminal_error"] = scenario.get("expected", {}).get("outcome") == "error"
+    scope["retry_wait"] = any(_asks_to_wait(f) for f in scenario.get("faults") or [])
     scope["exited"] = execution is not None and execution.get("status") == "exited"
+    scope["args_cut"] = any(f.get("kind") == "args_truncated" for f in scenario.get("faults") or [])
     delivery = (scenario.get("harness_profile") or {}).get("delivery")
     scope["tool_ids"] = not delivery
     scope["tool_results"] = delivery not in NO_RESULT_DELIVERIES
     return scope
+
+
+def _asks_to_wait(fault: dict[str, Any]) -> bool:
+    if fault.get("kind") == "quota":
+        return True
+    return any(isinstance(fault.get(k), int | float) and fault[k] > 0 for k in ("retry_after", "retry_after_ms"))
 
 
 class Witness:
@@ -82,8 +92,13 @@ class Witness:
             self._by_kind.setdefault(e["event"], []).append(e)
         # An attempt is written when it ends, so a withheld one can come late: order by arrival.
         self._attempts = sorted(self._by_kind.get("attempt", []), key=lambda e: _arrival(e["attempt_id"]))
-        delivered = {a["attempt_id"] for a in self._attempts if a.get("ended") == "complete"}
-        self._tool_calls = [c for c in self._by_kind.get("tool_call", []) if c["attempt_id"] in delivered]
+        # Issued: the calls of replies delivered whole, unaltered by a fault (a reply a fault altered issued none).
+        delivered = {
+            a["attempt_id"] for a in self._attempts if a.get("ended") == "complete" and a.get("fault") not in NOT_ISSUED
+        }
+        calls = self._by_kind.get("tool_call", [])
+        self._tool_calls = [c for c in calls if c["attempt_id"] in delivered and not c.get("malformed")]
+        self._malformed = [c for c in calls if c.get("malformed")]
         self._results: dict[str, list[dict[str, Any]]] = {}
         for r in self._by_kind.get("tool_result_seen", []):
             self._results.setdefault(r["tool_call_id"], []).append(r)
@@ -110,6 +125,10 @@ class Witness:
         """Tool calls the harness really received: those of replies that were delivered whole."""
         return list(self._tool_calls)
 
+    def malformed_calls(self) -> list[dict[str, Any]]:
+        """Tool calls whose arguments a fault cut off (never issued; running one is a finding)."""
+        return list(self._malformed)
+
     def results_seen(self, call_id: str) -> list[dict[str, Any]]:
         return self._results.get(call_id, [])
 
@@ -117,9 +136,14 @@ class Witness:
         return self._markers.get(call_id, [])
 
     def final_reply(self) -> dict[str, Any] | None:
-        """The scripted reply that carried the final answer and reached the harness whole."""
+        """The scripted reply that carried the final answer and reached the harness whole (no fault altered it)."""
         for a in reversed(self._attempts):
-            if a["kind"] == "model" and a.get("reply_kind") == "final_answer" and a.get("ended") == "complete":
+            if (
+                a["kind"] == "model"
+                and a.get("reply_kind") == "final_answer"
+                and a.get("ended") == "complete"
+                and not a.get("fault")
+            ):
                 return a
         return None
 
@@ -267,6 +291,10 @@ class Evidence:
     witness: Witness | None = None
     markers: dict[str, str] = field(default_factory=dict)  # marker file name -> content, as collected
     execution: Execution | None = None  # scenario_result's execution record: read only by process checks
+    # The same scenario played over the other transport (`run --compare-stream`, the episode's twin/ folder): read
+    # only by transport.parity. None when there is no twin; an unreadable one is named in `errors`.
+    twin_rollout: Rollout | None = None
+    twin_witness: Witness | None = None
     # The rollout was read from JSON text as it was (JSON types only, no tuple): its schema pre-checks need not look.
     rollout_parsed: bool = False
     errors: dict[str, str] = field(default_factory=dict)  # input name -> why it is unavailable

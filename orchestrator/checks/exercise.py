@@ -97,14 +97,28 @@ def final_answer_sent(ev: Evidence) -> list[str]:
     return []
 
 
-def _fault_reason(fault: dict[str, Any], attempt: dict[str, Any] | None) -> str | None:
+# The statuses an `overloaded` fault is played with: Anthropic's 529, OpenAI's 503.
+_OVERLOADED_STATUSES = frozenset({529, 503})
+
+
+def _fault_reason(fault: dict[str, Any], attempt: dict[str, Any] | None, model: list[dict[str, Any]]) -> str | None:
     n, kind = fault["attempt"], fault["kind"]
+    if kind == "quota":
+        # A window, not an attempt: exercised once some attempt from its start on was refused by it.
+        if any(a.get("fault") == "quota" for a in model if (a.get("model_attempt") or 0) >= n):
+            return None
+        return (
+            f"quota of {fault.get('requests')} per {fault.get('window_seconds')} s from model attempt {n}: no "
+            "attempt was refused by it (the harness never made requests fast enough to reach it)"
+        )
     if attempt is None:
         return f"fault {kind} scripted for model attempt {n}: the harness never made that attempt"
     if attempt.get("fault") != kind:
         return f"fault {kind} scripted for model attempt {n}: the wire shows {attempt.get('fault') or 'no fault'}"
     if kind == "http_error" and attempt.get("status") != fault.get("status"):
         return f"fault http_error {fault.get('status')} scripted for model attempt {n}: served {attempt.get('status')}"
+    if kind == "overloaded" and attempt.get("status") not in _OVERLOADED_STATUSES:
+        return f"fault overloaded scripted for model attempt {n}: served {attempt.get('status')}"
     return None
 
 
@@ -122,10 +136,11 @@ def faults_played(ev: Evidence) -> list[str]:
     with no cut) on the honesty of a run that never met the fault. A repeating fault must be played at least at
     its first attempt; later attempts are the harness's choice.
     """
-    by_index = {a.get("model_attempt"): a for a in ev.w.attempts("model")}
+    model = ev.w.attempts("model")
+    by_index = {a.get("model_attempt"): a for a in model}
     reasons = []
     for fault in ev.scenario.get("faults") or []:
-        why = _fault_reason(fault, by_index.get(fault["attempt"]))
+        why = _fault_reason(fault, by_index.get(fault["attempt"]), model)
         if why:
             reasons.append(why)
     return reasons

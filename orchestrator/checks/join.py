@@ -10,6 +10,7 @@ from operator import itemgetter
 from typing import Any, TypeVar
 
 from orchestrator.checks.evidence import Evidence
+from orchestrator.checks.fault_kinds import UNUSABLE
 
 __all__ = [
     "Join",
@@ -20,6 +21,7 @@ __all__ = [
     "attempt_keys",
     "call_column",
     "call_keys",
+    "certain_pairs",
     "column",
     "decided",
     "held_pairs",
@@ -99,18 +101,26 @@ def _calls_all_ok(ev: Evidence) -> list[Any] | None:
 
 
 def _attempts_all_ok(ev: Evidence) -> list[Any] | None:
-    """The response ids when every attempt completed with a 2xx, at once; None otherwise (each witness_key taken)."""
+    """The response ids when every attempt completed with a 2xx a client could use, at once; None otherwise (each
+    witness_key taken)."""
     ended = attempt_column(ev, "ended")
-    if ended.count("complete") == len(ended) and all_2xx(attempt_column(ev, "status")):
+    if (
+        ended.count("complete") == len(ended)
+        and all_2xx(attempt_column(ev, "status"))
+        and UNUSABLE.isdisjoint(attempt_column(ev, "fault"))
+    ):
         return attempt_column(ev, "response_id")
     return None
 
 
 def witness_key(a: dict[str, Any]) -> Key:
-    """Successes are joined by response id; failures by status; a reply that never completed is `interrupted`."""
+    """Successes are joined by response id; failures by status; a reply that never completed is `interrupted`, and so
+    is a 200 no client could take as a turn (a stream with a malformed event or an error event, an HTML page)."""
     status = a.get("status")
     if a.get("ended") == "complete" and isinstance(status, int):
-        return ("ok", a.get("response_id")) if 200 <= status < 300 else ("error", status)
+        if not 200 <= status < 300:
+            return ("error", status)
+        return ("interrupted", None) if a.get("fault") in UNUSABLE else ("ok", a.get("response_id"))
     return ("interrupted", None)
 
 
@@ -266,6 +276,27 @@ def _join(ev: Evidence) -> Join:
     return out
 
 
+def certain_pairs(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Pairs whose join names one attempt for certain: a success by its id, a success of a harness that keeps no ids
+    joined in order (the join pairs those only when they are exactly as many as the wire's model replies), or a
+    failure whose status the rollout records exactly as often as the wire shows it. With one of two 429s dropped,
+    which one a recorded 429 was is a guess, and a time compared against a guess would blame the times for a
+    missing attempt (multiset's finding)."""
+    joined = join_calls(ev)
+    if joined.positional:
+        return joined.pairs  # every key recorded exactly as often as witnessed: each pair is certain
+    witnessed = Counter(attempt_keys(ev, None))
+    recorded = Counter(call_keys(ev))
+    out = []
+    for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
+        # ("ok", None) pairs only in an order join whose numbers agree (join_calls leaves every other id-less success
+        # unpaired): the n-th recorded success is the n-th model reply.
+        by_id = key[0] == "ok" and c.get("response_id") is not None
+        if key == ("ok", None) or by_id or witnessed[key] == recorded[key]:
+            out.append((c, a))
+    return out
+
+
 def loose_failures(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Recorded failures the join left unpaired, each with the failed attempt it stands for in order: those the
     join left over, when their numbers agree (a failure recorded without its status joins nothing by key).
@@ -357,31 +388,15 @@ def order_pairs_beside(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any
 
 def held_pairs(ev: Evidence) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], str | None]:
     """The pairs a call's own facts (its times, its bodies, the time of its step) are held to, and why the rest are
-    held to nothing where the order join is broken and nothing pairs beside it (else None).
-
-    A pair counts when its join names one attempt for certain: a success by its id, a success of a harness that keeps
-    no ids joined in order (the join pairs those only when they are exactly as many as the wire's model replies), or a
-    failure whose status the rollout records exactly as often as the wire shows it. With one of two 429s dropped,
-    which one a recorded 429 was is a guess, and a fact compared against a guess would blame it for a missing
-    attempt (multiset's finding). Where the order join is broken, the successes paired in order beside the calls
-    compaction records name (order_pairs_beside) are added."""
+    held to nothing where the order join is broken and nothing pairs beside it (else None): the certain pairs
+    (certain_pairs), and where the order join is broken the successes paired in order beside the calls compaction
+    records name (order_pairs_beside)."""
     return shared(ev, "held_pairs", _held_pairs)
 
 
 def _held_pairs(ev: Evidence) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], str | None]:
+    pairs = certain_pairs(ev)
     joined = join_calls(ev)
-    if joined.positional:
-        pairs = joined.pairs  # every key recorded exactly as often as witnessed: each pair is certain
-    else:
-        witnessed = Counter(attempt_keys(ev, None))
-        recorded = Counter(call_keys(ev))
-        pairs = []
-        for (c, a), key in zip(joined.pairs, joined.keys, strict=True):
-            # ("ok", None) pairs only in an order join whose numbers agree (join_calls leaves every other id-less
-            # success unpaired): the n-th recorded success is the n-th model reply.
-            by_id = key[0] == "ok" and c.get("response_id") is not None
-            if key == ("ok", None) or by_id or witnessed[key] == recorded[key]:
-                pairs.append((c, a))
     broken = joined.order_join_broken
     if not broken:
         return pairs, None

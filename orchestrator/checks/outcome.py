@@ -17,9 +17,15 @@ __all__: list[str] = []
     needs=("rollout", "witness"),
     depends_on=("outcome.fields", "witness.final_answer_sent"),
     scope=("final_answer",),
+    # A scenario where the harness may end on its fault (expected outcome `either`) requires no final answer; once the
+    # wire delivered one, the rollout's answer is still held to it.
+    claims=lambda ev: ev.witness is not None and ev.w.final_reply() is not None,
 )
 def final_answer(ev: Evidence) -> list[str]:
-    """The rollout's final answer is exactly the final answer the provider sent, and the run is marked completed."""
+    """The rollout's final answer is exactly the final answer the provider sent, and the run is marked completed.
+
+    Outside the `final_answer` scope (a harness may end on the scenario's fault) it applies once the wire delivered
+    the final answer."""
     reply = ev.w.final_reply()
     assert reply is not None
     sent = ev.w.answer_of(reply)

@@ -33,7 +33,13 @@ def exit_status(ev: Evidence) -> list[str]:
     if model and witness_key(model[-1])[0] != "ok":
         last = model[-1]
         if code == 0:
-            what = f"HTTP {last.get('status')}" if witness_key(last)[0] == "error" else f"ended {last.get('ended')}"
+            what = (
+                f"HTTP {last.get('status')}"
+                if witness_key(last)[0] == "error"
+                else f"a 200 no client can use ({last.get('fault')})"
+                if last.get("ended") == "complete"
+                else f"ended {last.get('ended')}"
+            )
             return [
                 f"exited with code 0 although its last model attempt failed ({what}) and no reply followed: "
                 "a terminal error reported as a success"

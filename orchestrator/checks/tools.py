@@ -63,9 +63,12 @@ def witness_ids(ev: Evidence) -> list[str]:
     # Only the ids in error are sorted (for a stable report): 100,000 honest ids need no order.
     for cid in sorted(cid for cid in witnessed if recorded.get(cid, 0) != 1):
         reasons.append(f"{cid}: witnessed once, recorded {recorded.get(cid, 0)} times")
+    # A call whose arguments arrived cut off was never issued, but the record may show it (it should):
+    # tools.args_not_run judges how.
+    malformed = {c["tool_call_id"] for c in ev.w.malformed_calls()}
     reasons += [
         f"{cid}: recorded but never issued by the provider"
-        for cid in sorted(recorded.keys() - witnessed.keys(), key=str)
+        for cid in sorted(recorded.keys() - witnessed.keys() - malformed, key=str)
     ]
     return reasons
 

@@ -90,6 +90,15 @@ def run(
             help="Run only slice I of N (1-based) of the harness x scenario grid; `merge` joins the slices.",
         ),
     ] = None,
+    compare_stream: Annotated[
+        bool,
+        typer.Option(
+            "--compare-stream",
+            help="Play each scenario a second time with the harness's transport switched (JSON <-> SSE), into "
+            "twin/ of its episode, and hold the two rollouts to each other (transport.parity). Harnesses that "
+            "cannot be switched (every real one today; the reference can) are played once.",
+        ),
+    ] = False,
     extra_ca: ExtraCa = None,
     rebuild: Rebuild = False,
     runtime: Runtime = None,
@@ -121,6 +130,7 @@ def run(
     n_jobs = jobs or default_jobs()
     cfg = RunConfig(harnesses, scenarios, output, timeout, build_options(extra_ca, rebuild), limits, n_jobs, shard_of)
     cfg.variants = variants
+    cfg.compare_stream = compare_stream
     total = len(harnesses) * len(scenarios)
     if shard_of:
         total = len(shard_slice(range(total), *shard_of))

@@ -57,6 +57,9 @@ class Harness(ABC):
     # The harness container's root filesystem is read-only: these paths (absolute -> size cap) are writable,
     # in memory, and the native paths must lie below one of them. HOME holds the workdir.
     writable_paths: ClassVar[dict[str, str]] = {"/home/probe": "1g", "/tmp": "512m"}
+    # The boolean option that switches the harness between JSON and SSE replies, if it has one: `run
+    # --compare-stream` plays each scenario a second time with it flipped (transport.parity).
+    stream_option: ClassVar[str | None] = None
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         # As given (what runtime.json and suite.json record), and typed: BadOption names what a value may be.
@@ -76,6 +79,13 @@ class Harness(ABC):
         if self.final_answer_via_shell is None:
             return None
         return {"final_answer": {"via": "shell", "prefix": self.final_answer_via_shell}}
+
+    def twin(self) -> Harness | None:
+        """This harness with its transport switched (JSON <-> SSE), or None when it has one transport only."""
+        if self.stream_option is None:
+            return None
+        flipped = not self.settings.flag(self.stream_option)
+        return type(self)({**self.options, self.stream_option: "true" if flipped else "false"})
 
     def version_argv(self) -> tuple[str, ...]:
         """The command printing the harness's version; run before its episodes, hardened and with a deadline."""

@@ -27,6 +27,13 @@ MODES: dict[str, str] = {
     "lost_ownership": "the first model call is owned by no invocation",
     "wrong_answer_report": "report a final answer the model never gave",
     "duplicate_attempt": "report the first failed model call twice",
+    "swallow_error": "end an error outcome with no word of what failed",
+    "wrong_wait": "claim 10 s more wait before the first retry than was taken",
+    "impatient": "retry a 429 or 5xx itself after 0.2 s, whatever Retry-After asks (and record that honestly)",
+    "repair_arguments": "record cut-off tool arguments as the object a lenient parser makes",
+    "own_turn": "write an assistant turn of its own before the first call, and record it marked as its own (honest)",
+    "unmarked_turn": "write an assistant turn of its own before the first call, recorded as the model's",
+    "stream_mislabel": "when streaming, record every success as finishing with `stop`",
     "hostile-network": "try to leave the pod (host, metadata, public addresses; the proxy's ports), then the task",
     "hostile-cpu": "burn every CPU until killed",
     "hostile-fork": "fork until the pids limit stops it",
@@ -59,6 +66,8 @@ class ReferenceHarness(Harness):
         "google-genai: Gemini generateContent; real shell): the control"
     )
     protocols = PROTOCOLS
+    # `run --compare-stream` plays each scenario again with this option flipped (JSON <-> SSE).
+    stream_option = "stream"
     native_paths = (_ROLLOUT_DIR,)
     version_command = ("probe-reference", "--version")
     options_declared = (

@@ -30,6 +30,8 @@ class ModelCall(TypedDict):
     finish_reason: str | None
     error_category: str | None
     error: NotRequired[Any]
+    # The wait before the retry as the harness records it (never computed from times).
+    retry_delay_ms: NotRequired[float | None]
     token_stats: TokenStats
     invocation_id: str | None
 

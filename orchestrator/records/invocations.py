@@ -23,6 +23,8 @@ class Message(TypedDict, total=False):
     content: str | None
     tool_calls: list[RequestedCall]
     tool_call_id: str | None
+    # `harness` for an assistant turn the harness wrote itself, as its own record marks it.
+    origin: str
 
 
 class Invocation(TypedDict):

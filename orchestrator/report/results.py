@@ -9,6 +9,7 @@ from typing import Any
 from orchestrator.evidence import load_json
 from orchestrator.evidence.jsonread import read_json
 from orchestrator.report.evidence_doc import label_legend
+from orchestrator.report.fault_words import fault_section
 from orchestrator.report.findings import LABEL_IDS, label_cells, wrongs
 from orchestrator.report.markdown import _check_table, _scenario_table, md
 from orchestrator.report.results_notes import MATRIX_NOTES
@@ -89,6 +90,7 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
         "",
         "".join(joined(_scenario_table(t))),
         "",
+        *fault_section(list(t.episodes())),
     ]
     # A newest release's run saved beside this one (`results publish --as newest`); none leaves the page as it was.
     lines += newest_section(run_dir, harness, summary, (rt or {}).get("harness", {}).get("version"))

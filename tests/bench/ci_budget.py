@@ -18,8 +18,9 @@ from typing import Any
 from tests.phases import BUDGET_SECONDS
 
 DEFAULT = Path(__file__).resolve().parents[2] / "probe-out" / "ci-phases.json"
-# The growth the next issues bring: seven harnesses (10 real -> 17) and eight scenarios (12 -> 20).
-GROWTH = {"harnesses": (10, 17), "scenarios": (12, 20)}
+# The growth the next issues bring: seven harnesses (10 real -> 17). The eight scenarios of catalogue II (12 -> 20) have
+# landed: a record taken since runs all twenty, so the scenarios grow no more.
+GROWTH = {"harnesses": (10, 17), "scenarios": (20, 20)}
 
 
 def project(record: dict[str, Any]) -> list[tuple[str, float]]:
@@ -29,7 +30,7 @@ def project(record: dict[str, Any]) -> list[tuple[str, float]]:
     rest = sum(p["seconds"] for p in phases if p not in goldens)
     golden_total = sum(p["seconds"] for p in goldens)
     h1, (s0, s1) = GROWTH["harnesses"][1], GROWTH["scenarios"]
-    # Integration grows with the scenarios too (the reference catalogue runs them all).
+    # Integration grows with the scenarios too (the reference catalogue runs them all in every protocol mode).
     integration = sum(p["seconds"] for p in phases if p["name"] == "integration")
     grown_rest = rest + integration * (s1 / s0 - 1)
     per_golden = golden_total / len(goldens) if goldens else 0.0

@@ -21,6 +21,24 @@ HP = str(Path(sys.executable).with_name("harness-probe"))
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 
+# The scenarios a test needs when its question is about the runtime or the run (Podman and Docker give one verdict
+# table, Slurm's shards merge into one run), not about the scenarios: one of each way a reply reaches the harness
+# (whole, failed and retried, delayed, withheld, cut, refused for good, a 200 it cannot use) and the one fault timed by
+# the proxy's clock (a quota window). The whole catalogue (20) runs in test_catalogue_reference, in every protocol
+# mode; docs/performance.md says why this subset keeps the integration phase inside its budget.
+RUNTIME_SUBSET = (
+    "tool_success",
+    "retry_429",
+    "server_timeout",
+    "harness_deadline",
+    "stream_cut",
+    "model_error",
+    "sse_malformed",
+    "quota_window",
+)
+RUNTIME_SUBSET_ARGS = tuple(a for s in RUNTIME_SUBSET for a in ("-s", s))
+
+
 @pytest.fixture(scope="session")
 def engine() -> Engine:
     try:

@@ -14,7 +14,7 @@ import pytest
 
 from orchestrator.runtime.discover import probe_apptainer
 from tests.harnesses.golden import verdict_table
-from tests.integration.conftest import HP, Images, engine, images
+from tests.integration.conftest import HP, RUNTIME_SUBSET_ARGS, Images, engine, images
 
 _STATUS = probe_apptainer()
 pytestmark = [
@@ -35,10 +35,10 @@ def test_reference_catalogue_under_apptainer_matches_docker(images: Images, tmp_
     res = hp("images", "export", "proxy", "reference", "-o", str(archives), "--runtime", "docker")
     assert res.returncode == 0, res.stderr[-3000:]
     env = {"HARNESS_PROBE_SIF_CACHE": str(tmp_path / "sif"), "HARNESS_PROBE_APPTAINER_WORK": str(tmp_path / "w")}
-    app = hp("run", "-H", "reference", "-o", str(tmp_path / "app"), "--runtime", "apptainer",
+    app = hp("run", "-H", "reference", *RUNTIME_SUBSET_ARGS, "-o", str(tmp_path / "app"), "--runtime", "apptainer",
              "--image-archives", str(archives), env=env)  # fmt: skip
     assert app.returncode == 0, app.stderr[-3000:]
-    dock = hp("run", "-H", "reference", "-o", str(tmp_path / "docker"), "--runtime", "docker")
+    dock = hp("run", "-H", "reference", *RUNTIME_SUBSET_ARGS, "-o", str(tmp_path / "docker"), "--runtime", "docker")
     assert dock.returncode == 0, dock.stderr[-3000:]
     a, d = verdict_table(tmp_path / "app", "reference"), verdict_table(tmp_path / "docker", "reference")
     assert a["scenarios"] == d["scenarios"]

@@ -62,7 +62,18 @@ MISREPORTS = [
     ("drop_tool_record", "tool_success", {"tools.witness_ids"}),
     ("lost_ownership", "tool_success", {"ownership.call_owner", "steps.call_refs"}),
     ("wrong_answer_report", "tool_success", {"outcome.final_answer"}),
+    # Catalogue II: one mode per new check, each failing exactly it.
+    ("swallow_error", "model_error", {"error.propagated"}),
+    ("wrong_wait", "retry_after", {"retry.wait_recorded"}),
+    ("impatient", "retry_after", {"retry.waited"}),
+    ("repair_arguments", "tool_args_truncated", {"tools.args_not_run"}),
+    ("unmarked_turn", "tool_success", {"history.harness_authored"}),
+    ("stream_mislabel", "tool_success", {"transport.parity"}),
 ]
+# The run options a mode needs besides itself: its lie shows only beside the other transport's play.
+MODE_ARGS = {"stream_mislabel": ["--compare-stream"]}
+# A mode whose check is P1 fails no P0 gate: the run exits 0 although the check failed.
+P1_ONLY = {"impatient", "unmarked_turn", "stream_mislabel"}
 
 
 @pytest.mark.parametrize("protocol", ["chat", "gemini"])
@@ -72,9 +83,35 @@ def test_misreporting_mode_fails_the_expected_checks(
 ) -> None:
     out = tmp_path / "out"
     res = hp(
-        "run", "-H", "reference", "-s", scenario, "-a", f"mode={mode}", "-a", f"protocol={protocol}", "-o", str(out)
+        "run",
+        "-H",
+        "reference",
+        "-s",
+        scenario,
+        "-a",
+        f"mode={mode}",
+        "-a",
+        f"protocol={protocol}",
+        *MODE_ARGS.get(mode, []),
+        "-o",
+        str(out),
     )
-    assert res.code == 1, res.stdout[-3000:] + res.stderr[-2000:]
+    assert res.code == (0 if mode in P1_ONLY else 1), res.stdout[-3000:] + res.stderr[-2000:]
     result = _results(out)[scenario]
     assert result["execution"]["status"] == "exited"
     assert _own_failures(result) == expected
+
+
+def test_the_honest_reference_plays_the_same_facts_over_either_transport(images: Images, tmp_path: Path) -> None:
+    """`run --compare-stream`: each episode played again over SSE into twin/, the rollouts held to each other."""
+    out = tmp_path / "out"
+    scenarios = ("tool_success", "retry_429", "sse_malformed", "length_cut")
+    res = hp("run", "-H", "reference", "--compare-stream", *(a for s in scenarios for a in ("-s", s)), "-o", str(out))
+    assert res.code == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    results = _results(out)
+    assert sorted(results) == sorted(scenarios)
+    for name, result in results.items():
+        parity = next(c for c in result["checks"] if c["id"] == "transport.parity")
+        assert parity["status"] == "pass", (name, parity)
+        twin = json.loads((out / "reference" / name / "twin" / "runtime.json").read_text())
+        assert twin["launch"]["options"] == {"stream": "true"}

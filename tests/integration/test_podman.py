@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.harnesses.golden import verdict_table
-from tests.integration.conftest import HP, Images, engine, images
+from tests.integration.conftest import HP, RUNTIME_SUBSET_ARGS, Images, engine, images
 from tests.integration.runtimes import (
     podman_labelled,
     podman_missing,
@@ -48,7 +48,7 @@ def rootless() -> Iterator[str]:
 
 
 def catalogue(out: Path, env: dict[str, str]) -> dict[str, object]:
-    res = hp_env("run", "-H", "reference", "-o", str(out), env=env)
+    res = hp_env("run", "-H", "reference", *RUNTIME_SUBSET_ARGS, "-o", str(out), env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     table = verdict_table(out, "reference")
     table.pop("version")

@@ -14,7 +14,7 @@ from probe_reference.dialogs import ConfigError, open_dialog
 from probe_reference.interrupts import Terminated, in_worker, shielded
 from probe_reference.modes import MODES, Mode
 from probe_reference.progress import say
-from probe_reference.replies import Dialog, ModelReply, ReplyFailed
+from probe_reference.replies import TOKEN_LIMIT, Dialog, ModelReply, ReplyFailed
 from probe_reference.rollout import ProtocolName, write_atomic
 from probe_reference.session import Session
 from probe_reference.tools import execute
@@ -36,6 +36,8 @@ EXIT_SIGTERM = 143
 # failures before it), like the SDK's own retries: up to 2 more attempts of the same step, with backoff.
 STREAM_RETRIES = 2
 STREAM_RETRY_DELAY_S = 0.5
+# A mode that retries by itself (its SDK retrying nothing) tries this many more times.
+OWN_RETRIES = 4
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ def run(config: Config) -> int:
     finally:
         with shielded():
             rollout = mode.transform(session.to_rollout())
+            if config.stream and mode.stream_transform is not None:
+                rollout = mode.stream_transform(rollout)
             write_atomic(config.rollout_path, rollout)
             if mode.after_write is not None:
                 mode.after_write(config.rollout_path)
@@ -90,20 +94,35 @@ def _interrupted(session: Session, reason: str, exc: BaseException) -> None:
     say(reason)
 
 
-def _ask(dialog: Dialog, session: Session, config: Config, step_no: int) -> ModelReply:
-    """One step's reply; a broken stream is asked again, the attempts all belonging to this step."""
-    retries = 0
+def _ask(dialog: Dialog, session: Session, config: Config, step_no: int, mode: Mode) -> ModelReply:
+    """One step's reply; a broken stream or an unusable 2xx is asked again, the attempts all belonging to this step
+    (and, in a mode that retries by itself, a failed HTTP attempt too)."""
+    retries = own = 0
     while True:
         try:
             return in_worker(lambda: dialog.request(stream=config.stream), name="model-call")
         except ReplyFailed as exc:
-            if not exc.broken_stream or retries >= config.stream_retries:
+            if mode.own_retry_s is not None and own < OWN_RETRIES and _http_failure(session):
+                own += 1
+                session.attempts.note_retry_wait(mode.own_retry_s)
+                say(f"step {step_no}: the model call failed ({exc.reason}); retrying at once")
+                time.sleep(mode.own_retry_s)
+                continue
+            if not exc.ask_again or retries >= config.stream_retries:
                 raise
             session.attempts.settle_unresolved(exc.category, exc.payload)
             delay = STREAM_RETRY_DELAY_S * 2**retries
             retries += 1
-            say(f"step {step_no}: the reply stream broke off ({exc.reason}); asking again in {delay:g} s")
+            session.attempts.note_retry_wait(delay)
+            say(f"step {step_no}: the reply was not usable ({exc.reason}); asking again in {delay:g} s")
             time.sleep(delay)
+
+
+def _http_failure(session: Session) -> bool:
+    """Whether the attempt that just failed got a retryable HTTP error status (429 or 5xx)."""
+    last = session.attempts.attempts[-1] if session.attempts.attempts else None
+    status = last.status_code if last is not None else None
+    return status is not None and (status == 429 or status >= 500)
 
 
 def _compact(dialog: ChatDialog, session: Session, step_no: int, prompt: int | None, window: int | None) -> bool:
@@ -152,11 +171,15 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
             base_url=config.base_url,
             api_key=config.api_key,
             timeout_s=config.timeout_s,
+            max_retries=0 if mode.own_retry_s is not None else None,
         )
     except ConfigError as exc:
         session.fail("config_error", str(exc))
         say(f"cannot start: {exc}")
         return EXIT_FAILED
+    if mode.own_turn is not None:
+        dialog.add_own_turn(mode.own_turn)
+        session.add_own_turn(mode.own_turn, marked=mode.own_turn_marked)
     # The window is asked for once the first reply reported its prompt size (Chat only: the dialog that compacts).
     chat = _chat_dialog(dialog)
     window: int | None = None
@@ -178,7 +201,7 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
                     return EXIT_FAILED
             say(f"step {step_no}: asking the model")
             try:
-                reply = _ask(dialog, session, config, step_no)
+                reply = _ask(dialog, session, config, step_no, mode)
             except ReplyFailed as exc:
                 # The SDK has already spent its retries: this failure ends the run.
                 session.attempts.settle_unresolved(exc.category, exc.payload)
@@ -191,6 +214,12 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
             last_prompt = reply.tokens["prompt"]
             session.add_reply(reply)
             dialog.add_reply(reply)
+            if not reply.tool_calls and reply.finish_reason in TOKEN_LIMIT:
+                # The answer stopped at the token limit: reported as such, never as a completed answer.
+                why = f"the reply ended at the token limit (finish reason {reply.finish_reason}) before its answer did"
+                session.fail("truncated", why)
+                say(f"step {step_no}: {why}")
+                return EXIT_FAILED
             if not reply.tool_calls:
                 session.complete(reply.content)
                 say(f"step {step_no}: final answer")

@@ -29,6 +29,8 @@ class Attempt:
     error_category: str | None = None
     error: object = None
     token_stats: TokenStats = field(default_factory=unknown_tokens)
+    # The wait before the retry that followed this failed attempt, as planned (the SDK's, or the agent's own), in ms.
+    retry_delay_ms: float | None = None
     # True once the agent attached the parsed reply; a 2xx attempt that never gets resolved did not
     # deliver a usable reply (stream error event, unparseable body, interruption) and is marked failed.
     resolved: bool = False
@@ -95,6 +97,16 @@ class AttemptLog:
         status = "no response" if attempt.status_code is None else f"HTTP {attempt.status_code}"
         suffix = f" ({attempt.error_category})" if attempt.error_category else ""
         say(f"model call {attempt.model_call_id} (step {attempt.step_no}): {status}{suffix}")
+
+    def note_retry_wait(self, seconds: float) -> None:
+        """The client is about to wait `seconds` before it retries: kept on the attempt that failed last."""
+        with self._lock:
+            if self._closed:
+                return
+            failed = next((a for a in reversed(self.attempts) if a.completed_at is not None), None)
+            if failed is not None:
+                failed.retry_delay_ms = round(seconds * 1000, 3)
+        say(f"waiting {seconds:g} s before the retry")
 
     def resolve(self, step_no: int, *, response_id: str | None, finish_reason: str | None, tokens: TokenStats) -> None:
         """Attach the SDK's parsed reply to the attempt that delivered it: the step's last unresolved 2xx."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -19,6 +20,7 @@ from openai.types.chat import (
 from probe_reference.attempts import ObservingClient
 from probe_reference.compaction import SUMMARY_PREFIX, SUMMARY_REQUEST
 from probe_reference.replies import (
+    INVALID_PREFIX,
     ErrorReply,
     MalformedReply,
     ModelReply,
@@ -37,7 +39,8 @@ BASH_TOOL: ChatCompletionFunctionToolParam = {
 }
 
 # What an openai SDK call can raise once the SDK has given up, besides our own reply checks.
-OPENAI_FAILURES = (openai.OpenAIError, httpx.HTTPError, MalformedReply, ErrorReply)
+# A body that is not JSON (or a stream event that is not) reaches the caller as the json module's own error.
+OPENAI_FAILURES = (openai.OpenAIError, httpx.HTTPError, MalformedReply, ErrorReply, json.JSONDecodeError)
 
 
 class ObservingHttpClient(ObservingClient, openai.DefaultHttpxClient):
@@ -48,12 +51,12 @@ def openai_failure(exc: BaseException) -> ReplyFailed:
     """Name how the turn failed, with the payload retained for a 2xx attempt that yielded no reply."""
     reason = str(exc) or type(exc).__name__
     if isinstance(exc, ErrorReply):
-        return ReplyFailed(reason, exc.category, exc.payload)
+        return ReplyFailed(reason, exc.category, exc.payload, unusable=True)
     # An error event inside a 200 stream is a bare APIError (no status) carrying the provider's payload.
     if type(exc) is openai.APIError and exc.body is not None:
-        return ReplyFailed(reason, "stream_error", exc.body)
-    if isinstance(exc, MalformedReply | openai.APIResponseValidationError):
-        return ReplyFailed(reason, "invalid_response", str(exc))
+        return ReplyFailed(reason, "stream_error", exc.body, unusable=True)
+    if isinstance(exc, MalformedReply | openai.APIResponseValidationError | json.JSONDecodeError):
+        return ReplyFailed(INVALID_PREFIX + reason, "invalid_response", str(exc), unusable=True)
     # Transport errors reach here unwrapped only from a body being streamed: the SDK wraps (and retries)
     # those that happen before the status line.
     broken = isinstance(exc, httpx.TransportError)
@@ -103,6 +106,9 @@ class ChatDialog:
             ]
         self.messages.append(message)
 
+    def add_own_turn(self, content: str) -> None:
+        self.messages.append({"role": "assistant", "content": content})
+
     def add_tool_result(self, call: RequestedToolCall, output: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.tool_call_id, "content": output})
 
@@ -135,6 +141,11 @@ class ChatDialog:
 
 def from_completion(completion: ChatCompletion) -> ModelReply:
     choices = getattr(completion, "choices", None) or []
+    error = getattr(completion, "error", None)
+    if not choices and isinstance(error, dict):
+        # A 200 whose body is an error object (a gateway's way): the SDK builds a completion around it.
+        message = error.get("message")
+        raise ErrorReply(message if isinstance(message, str) else "the reply is an error", error)
     if not choices:
         raise MalformedReply("the reply has no choices")
     choice = choices[0]

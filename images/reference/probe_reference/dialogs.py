@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from probe_reference.replies import Dialog
 from probe_reference.rollout import ProtocolName
@@ -28,8 +28,10 @@ def open_dialog(
     base_url: str | None,
     api_key: str | None,
     timeout_s: float | None,
+    max_retries: int | None = None,
 ) -> Dialog:
-    """The SDK's own retry count applies; `timeout_s` bounds each HTTP request (None: the SDK's default).
+    """The SDK's own retry count applies unless `max_retries` is given; `timeout_s` bounds each HTTP request (None:
+    the SDK's default). The wait the SDK plans before each retry is kept on the attempt that failed (`log`).
 
     Each protocol's module (and so its SDK) is imported here, when it is used: an episode never loads the other SDKs.
     """
@@ -45,8 +47,10 @@ def open_dialog(
         from probe_reference.messages import MessagesDialog
 
         messages_client = _anthropic_client(log, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+        _observe_waits(messages_client, log, max_retries)
         return MessagesDialog(messages_client, model=model, system_prompt=system_prompt, task=task)
     client = _openai_client(log, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+    _observe_waits(client, log, max_retries)
     if protocol == "responses":
         from probe_reference.responses import ResponsesDialog
 
@@ -54,6 +58,21 @@ def open_dialog(
     from probe_reference.chat import ChatDialog
 
     return ChatDialog(client, model=model, system_prompt=system_prompt, task=task)
+
+
+def _observe_waits(client: openai.OpenAI | anthropic.Anthropic, log: AttemptLog, max_retries: int | None) -> None:
+    """Both SDKs compute each retry's wait in `_calculate_retry_timeout` (Retry-After and retry-after-ms honoured up to
+    60 s, else backoff) and then sleep it: the planned wait is recorded as it is computed."""
+    if max_retries is not None:
+        client.max_retries = max_retries
+    planned = client._calculate_retry_timeout
+
+    def calculate(*args: Any, **kwargs: Any) -> float:
+        seconds = float(planned(*args, **kwargs))
+        log.note_retry_wait(seconds)
+        return seconds
+
+    client._calculate_retry_timeout = calculate  # type: ignore[method-assign]
 
 
 def _openai_client(

@@ -20,6 +20,7 @@ from anthropic.types import (
 
 from probe_reference.attempts import ObservingClient
 from probe_reference.replies import (
+    INVALID_PREFIX,
     ErrorReply,
     MalformedReply,
     ModelReply,
@@ -36,7 +37,7 @@ MAX_TOKENS = 4096
 
 BASH_TOOL: ToolParam = {"name": TOOL_NAME, "description": BASH_DESCRIPTION, "input_schema": BASH_PARAMETERS}
 
-ANTHROPIC_FAILURES = (anthropic.AnthropicError, httpx.HTTPError, MalformedReply, ErrorReply)
+ANTHROPIC_FAILURES = (anthropic.AnthropicError, httpx.HTTPError, MalformedReply, ErrorReply, json.JSONDecodeError)
 
 
 class ObservingAnthropicHttpClient(ObservingClient, anthropic.DefaultHttpxClient):
@@ -47,14 +48,14 @@ def anthropic_failure(exc: BaseException) -> ReplyFailed:
     """Name how the turn failed, with the payload retained for a 2xx attempt that yielded no reply."""
     reason = str(exc) or type(exc).__name__
     if isinstance(exc, ErrorReply):
-        return ReplyFailed(reason, exc.category, exc.payload)
+        return ReplyFailed(reason, exc.category, exc.payload, unusable=True)
     # An `error` event inside a 200 stream: the SDK raises a status error carrying the 200 and the event data.
     if isinstance(exc, anthropic.APIStatusError) and 200 <= exc.status_code < 300:
         error = exc.body.get("error") if isinstance(exc.body, dict) else None
         message = error.get("message") if isinstance(error, dict) else None
-        return ReplyFailed(message if isinstance(message, str) else reason, "stream_error", exc.body)
-    if isinstance(exc, MalformedReply | anthropic.APIResponseValidationError):
-        return ReplyFailed(reason, "invalid_response", str(exc))
+        return ReplyFailed(message if isinstance(message, str) else reason, "stream_error", exc.body, unusable=True)
+    if isinstance(exc, MalformedReply | anthropic.APIResponseValidationError | json.JSONDecodeError):
+        return ReplyFailed(INVALID_PREFIX + reason, "invalid_response", str(exc), unusable=True)
     # Transport errors reach here unwrapped only from a body being streamed: the SDK wraps (and retries)
     # those that happen before the status line.
     broken = isinstance(exc, httpx.TransportError)
@@ -116,6 +117,9 @@ class MessagesDialog:
         self.messages.append({"role": "assistant", "content": blocks})
         self._results = None
 
+    def add_own_turn(self, content: str) -> None:
+        self.messages.append({"role": "assistant", "content": content})
+
     def add_tool_result(self, call: RequestedToolCall, output: str) -> None:
         block: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": call.tool_call_id, "content": output}
         if self._results is None:
@@ -129,6 +133,11 @@ class MessagesDialog:
 
 def from_message(message: Message | object) -> ModelReply:
     content = getattr(message, "content", None)
+    error = getattr(message, "error", None)
+    if getattr(message, "type", None) == "error" and isinstance(error, dict):
+        # A 200 whose body is Anthropic's error object: the SDK builds a Message around it.
+        said = error.get("message")
+        raise ErrorReply(said if isinstance(said, str) else "the reply is an error", {"type": "error", "error": error})
     if not isinstance(content, list):
         raise MalformedReply("the reply has no content list")
     texts: list[str] = []
@@ -138,7 +147,9 @@ def from_message(message: Message | object) -> ModelReply:
         if kind == "text":
             texts.append(text(getattr(block, "text", None)))
         elif kind == "tool_use":
-            raw = json.dumps(getattr(block, "input", None), ensure_ascii=False)
+            given = getattr(block, "input", None)
+            # An input that is text (not the object the API promises) is kept as the text it was.
+            raw = given if isinstance(given, str) else json.dumps(given, ensure_ascii=False)
             calls.append(RequestedToolCall(text(getattr(block, "id", None)), text(getattr(block, "name", None)), raw))
     usage = getattr(message, "usage", None)
     return ModelReply(

@@ -10,6 +10,7 @@ when the run produced nothing it could lie about.
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,11 @@ Transform = Callable[[Rollout], Rollout]
 EDIT_SUFFIX = " (edited)"
 WRONG_ANSWER = "The task is finished; nothing needed to be run."
 DUPLICATE_SUFFIX = "-dup"
+SWALLOWED = "the run did not finish"
+WAIT_CLAIMED_MS = 10_000.0
+# What modes own_turn and unmarked_turn write as an assistant turn of their own, ahead of the first call.
+OWN_TURN = "I will run each command I am asked to run, one at a time, and then give the final answer."
+IMPATIENT_RETRY_S = 0.2
 
 
 def unchanged(rollout: Rollout) -> Rollout:
@@ -147,6 +153,61 @@ def duplicate_attempt(honest: Rollout) -> Rollout:
     return rollout
 
 
+def swallow_error(honest: Rollout) -> Rollout:
+    """An error outcome that names nothing: the status and category of what failed left out."""
+    rollout = copy.deepcopy(honest)
+    if rollout["outcome"]["status"] != "error":
+        return _nothing("swallow_error", "the run did not end in an error", rollout)
+    rollout["outcome"]["failure_kind"] = "error"
+    rollout["outcome"]["failure_reason"] = SWALLOWED
+    return rollout
+
+
+def wrong_wait(honest: Rollout) -> Rollout:
+    """Claim a longer wait before the first retry than was taken (10 s more)."""
+    rollout = copy.deepcopy(honest)
+    for call in rollout["model_calls"]:
+        if call.get("retry_delay_ms") is not None:
+            call["retry_delay_ms"] = float(call["retry_delay_ms"]) + WAIT_CLAIMED_MS
+            return rollout
+    return _nothing("wrong_wait", "no call records a wait before a retry", rollout)
+
+
+def _repaired(arguments: object) -> object:
+    """Cut-off arguments JSON read as a lenient parser would: closed up until it parses."""
+    if not isinstance(arguments, str):
+        return arguments
+    for tail in ("", '"}', "}", '"}}', "]}"):
+        try:
+            return json.loads(arguments + tail)
+        except ValueError:
+            continue
+    return arguments
+
+
+def repair_arguments(honest: Rollout) -> Rollout:
+    """Record cut-off tool arguments as the object a lenient parser makes of them, in tool records and history."""
+    rollout = copy.deepcopy(honest)
+    changed = False
+    for holder in [
+        *rollout["tool_calls"],
+        *(tc for inv in rollout["invocations"] for m in inv["conversation"] for tc in m.get("tool_calls", [])),
+    ]:
+        fixed = _repaired(holder["arguments"])
+        if fixed is not holder["arguments"]:
+            holder["arguments"], changed = fixed, True
+    return rollout if changed else _nothing("repair_arguments", "no tool arguments that are not JSON", rollout)
+
+
+def stream_mislabel(honest: Rollout) -> Rollout:
+    """Streamed only: every success recorded as finishing with `stop`, whatever the reply said."""
+    rollout = copy.deepcopy(honest)
+    for call in rollout["model_calls"]:
+        if call["error_category"] is None and call["finish_reason"] is not None:
+            call["finish_reason"] = "stop"
+    return rollout
+
+
 @dataclass(frozen=True)
 class Mode:
     name: str
@@ -156,6 +217,14 @@ class Mode:
     # Hostile modes (hostile_files.py): after the rollout is written, and in place of running a tool call.
     after_write: Callable[[Path], None] | None = None
     run_tool: Callable[[str, str], ToolResult] | None = None
+    # Applied after `transform` when the agent streamed (the misreporting differs with the transport).
+    stream_transform: Transform | None = None
+    # The SDK retries nothing; the agent retries a failed HTTP attempt itself after this many seconds.
+    own_retry_s: float | None = None
+    # An assistant turn the agent writes into the history itself before its first call; marked as its own in the
+    # record when `own_turn_marked` (honest), else recorded as the model's.
+    own_turn: str | None = None
+    own_turn_marked: bool = False
 
 
 MODES: dict[str, Mode] = {
@@ -177,6 +246,32 @@ MODES: dict[str, Mode] = {
         Mode("lost_ownership", "the first model call is owned by no invocation", lost_ownership),
         Mode("wrong_answer_report", "report a final answer the model never gave", wrong_answer_report),
         Mode("duplicate_attempt", "report the first failed model call twice", duplicate_attempt),
+        Mode("swallow_error", "end an error outcome with no word of what failed", swallow_error),
+        Mode("wrong_wait", "claim 10 s more wait before the first retry than was taken", wrong_wait),
+        Mode(
+            "impatient",
+            "retry a 429 or 5xx itself after 0.2 s, whatever Retry-After asks (and record that honestly)",
+            own_retry_s=IMPATIENT_RETRY_S,
+        ),
+        Mode(
+            "repair_arguments", "record cut-off tool arguments as the object a lenient parser makes", repair_arguments
+        ),
+        Mode(
+            "own_turn",
+            "write an assistant turn of its own before the first call, and record it marked as its own (honest)",
+            own_turn=OWN_TURN,
+            own_turn_marked=True,
+        ),
+        Mode(
+            "unmarked_turn",
+            "write an assistant turn of its own before the first call, recorded as the model's",
+            own_turn=OWN_TURN,
+        ),
+        Mode(
+            "stream_mislabel",
+            "when streaming, record every success as finishing with `stop`",
+            stream_transform=stream_mislabel,
+        ),
         Mode(
             "hostile-network",
             "try to leave the pod (host, metadata and public addresses; the proxy's other ports), then do the task",
@@ -216,5 +311,7 @@ MODES: dict[str, Mode] = {
     )
 }
 
-MISREPORTING = tuple(name for name in MODES if name not in ("honest", "hang") and not name.startswith("hostile-"))
+# Honest modes: they report what happened (own_turn also does something of its own on the wire, and says so).
+HONEST = ("honest", "own_turn")
+MISREPORTING = tuple(name for name in MODES if name not in (*HONEST, "hang") and not name.startswith("hostile-"))
 HOSTILE = tuple(name for name in MODES if name.startswith("hostile-"))

@@ -15,6 +15,11 @@ class MalformedReply(Exception):
     """The provider answered 2xx but the reply has nothing usable in it (no choices, no events)."""
 
 
+# Finish reasons that say the reply stopped at the token limit: Chat, Responses, Messages.
+TOKEN_LIMIT = frozenset({"length", "incomplete", "max_tokens"})
+INVALID_PREFIX = "invalid reply (not the protocol's JSON): "
+
+
 class ErrorReply(Exception):
     """A 2xx reply that carried an error instead of a turn (a stream's error event, a failed response).
 
@@ -33,15 +38,24 @@ class ReplyFailed(Exception):
     `category` and `payload` describe the 2xx attempt that yielded no reply, if there was one; failed
     HTTP attempts were already recorded by the attempt observer as they happened. `broken_stream` is
     True when a streamed body broke off after its status line (cut, or silent past the timeout): the
-    SDKs never retry that, a harness may.
+    SDKs never retry that, a harness may. `unusable` is True for a 2xx that delivered no usable turn (an error
+    event in the stream, a body that is not the protocol's JSON): asked again the same way.
     """
 
-    def __init__(self, reason: str, category: str, payload: object, *, broken_stream: bool = False) -> None:
+    def __init__(
+        self, reason: str, category: str, payload: object, *, broken_stream: bool = False, unusable: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.category = category
         self.payload = payload
         self.broken_stream = broken_stream
+        self.unusable = unusable
+
+    @property
+    def ask_again(self) -> bool:
+        """Whether the agent itself asks again (the SDK never retries a reply that arrived with a 2xx)."""
+        return self.broken_stream or self.unusable
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,10 @@ class Dialog(Protocol):
 
     def add_tool_result(self, call: RequestedToolCall, output: str) -> None:
         """Append a tool's output, answering `call`, to the history sent next time."""
+        ...
+
+    def add_own_turn(self, content: str) -> None:
+        """Append an assistant turn the agent wrote itself (not a model reply) to the history sent next time."""
         ...
 
     def close(self) -> None: ...

@@ -72,6 +72,9 @@ class ResponsesDialog:
                 }
             )
 
+    def add_own_turn(self, content: str) -> None:
+        self.items.append({"type": "message", "role": "assistant", "content": content})
+
     def add_tool_result(self, call: RequestedToolCall, output: str) -> None:
         self.items.append({"type": "function_call_output", "call_id": call.tool_call_id, "output": output})
 

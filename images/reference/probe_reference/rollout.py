@@ -35,6 +35,7 @@ class ModelCall(TypedDict):
     finish_reason: str | None
     error_category: str | None
     error: NotRequired[object]
+    retry_delay_ms: NotRequired[float]
     token_stats: TokenStats
     invocation_id: str | None
 
@@ -50,6 +51,7 @@ class ConversationEntry(TypedDict, total=False):
     content: str | None
     tool_calls: list[ConversationToolCall]
     tool_call_id: str
+    origin: Literal["model", "harness"]
 
 
 class Invocation(TypedDict):

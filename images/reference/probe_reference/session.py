@@ -71,6 +71,13 @@ class Session:
             ]
         self.conversation.append(entry)
 
+    def add_own_turn(self, content: str, *, marked: bool) -> None:
+        """An assistant turn the agent wrote itself, sent as the model's; `marked` records it as the agent's own."""
+        entry: ConversationEntry = {"role": "assistant", "content": content}
+        if marked:
+            entry["origin"] = "harness"
+        self.conversation.append(entry)
+
     def add_tool_result(self, step_no: int, call: RequestedToolCall, result: ToolResult) -> None:
         call_id, output = call.tool_call_id, result.output
         self.conversation.append({"role": "tool", "tool_call_id": call_id, "content": output})
@@ -160,6 +167,8 @@ class Session:
         }
         if attempt.error_category is not None:
             call["error"] = attempt.error
+        if attempt.retry_delay_ms is not None:
+            call["retry_delay_ms"] = attempt.retry_delay_ms
         return call
 
 

@@ -25,6 +25,8 @@ class Attempt:
     reply: list[dict[str, Any]] = field(default_factory=list)  # assistant entries sharing one message id
     error: dict[str, Any] | None = None  # the api_error / synthetic error record that ended it
     error_at: str | None = None
+    # The wait before the retry the api_error entry announces (`retryInMs`, seen on 2.1.328), when it says one.
+    retry_ms: float | None = None
 
     @property
     def open(self) -> bool:
@@ -62,18 +64,18 @@ class Attempt:
             )
         if self.error is not None:
             status = integer(self.error.get("status"))
-            return cast(
-                ModelCall,
-                {
-                    **base,
-                    "completed_at": self.error_at,
-                    "status_code": status,
-                    "response_id": None,
-                    "finish_reason": None,
-                    "error_category": _category(status, self.error),
-                    "error": self.error,
-                },
-            )
+            failed: dict[str, Any] = {
+                **base,
+                "completed_at": self.error_at,
+                "status_code": status,
+                "response_id": None,
+                "finish_reason": None,
+                "error_category": _category(status, self.error),
+                "error": self.error,
+            }
+            if self.retry_ms is not None:
+                failed["retry_delay_ms"] = self.retry_ms
+            return cast(ModelCall, failed)
         return cast(
             ModelCall,
             {
@@ -114,6 +116,9 @@ def attempts_of(entries: list[dict[str, Any]]) -> list[Attempt]:
             err = e.get("error")
             a.error = dict(err) if isinstance(err, dict) else {"message": str(err)}
             a.error_at = string(e.get("timestamp"))
+            wait = e.get("retryInMs")
+            if isinstance(wait, int | float) and not isinstance(wait, bool) and wait >= 0:
+                a.retry_ms = float(wait)
         elif kind == "assistant" and isinstance(e.get("message"), dict):
             if e.get("isApiErrorMessage"):
                 # A synthetic message standing for the error that ended the turn: it ends the last open attempt.

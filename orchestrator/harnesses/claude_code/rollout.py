@@ -124,7 +124,7 @@ def _conversation(t: Transcript) -> list[Message]:
             calls = [
                 cast(
                     RequestedCall,
-                    {"tool_call_id": b.get("id"), "tool_name": b.get("name"), "arguments": b.get("input")},
+                    {"tool_call_id": b.get("id"), "tool_name": b.get("name"), "arguments": tool_input(b)},
                 )
                 for b in m.get("content") or []
                 if isinstance(b, dict) and b.get("type") == "tool_use"
@@ -186,7 +186,7 @@ def _tool_calls(t: Transcript, iid: str, step_of_message: dict[str, int]) -> lis
                 {
                     "tool_call_id": b["id"],
                     "tool_name": b.get("name") or "",
-                    "arguments": b.get("input"),
+                    "arguments": tool_input(b),
                     "status": status,
                     "exit_code": int(found.group(1)) if found else None,
                     "output": output,
@@ -195,6 +195,21 @@ def _tool_calls(t: Transcript, iid: str, step_of_message: dict[str, int]) -> lis
                 }
             )
     return out
+
+
+# Claude Code's record of a tool input it could not parse as JSON: the text it received, kept under this key.
+UNPARSED = "__unparsedToolInput"
+
+
+def tool_input(block: dict[str, Any]) -> Any:
+    """A tool_use block's input as Claude Code recorded it; where its record says the input could not be parsed
+    (`{"__unparsedToolInput": {"raw": TEXT, "len": N}}`, seen on 2.1.328), the text it received, as it was."""
+    given = block.get("input")
+    if isinstance(given, dict) and set(given) == {UNPARSED} and isinstance(given[UNPARSED], dict):
+        raw = given[UNPARSED].get("raw")
+        if isinstance(raw, str):
+            return raw
+    return given
 
 
 def _output(block: dict[str, Any]) -> str | None:

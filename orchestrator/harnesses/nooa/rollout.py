@@ -125,7 +125,7 @@ def normalize_logs(logs: Path, answer_dir: Path, harness: str) -> Rollout:
     for record in _tool_records([e for e in events if isinstance(e, dict)], step_of_call, inv):
         b.tool(record)
     result = _outcome(_read(result_path), b.gaps)
-    b.invocation(inv, _conversation(spans))
+    b.invocation(inv, _marked(_conversation(spans), _prefilled([e for e in events if isinstance(e, dict)])))
     return b.build(
         result,
         rollout_id=session,
@@ -260,6 +260,26 @@ def _conversation(spans: list[LlmSpan]) -> list[Message]:
     if not last.failed:
         conv.append(_reply(last))
     return conv
+
+
+def _prefilled(events: list[dict[str, Any]]) -> set[str]:
+    """The calls NOOA's trajectory marks as its own (`metadata.prefill` or `synthetic`): not the model's."""
+    return {
+        cid
+        for e in events
+        if e.get("event_type") == "ToolCallEvent"
+        and (_dict(e.get("metadata")).get("prefill") or _dict(e.get("metadata")).get("synthetic"))
+        and (cid := string(e.get("tool_call_id")))
+    }
+
+
+def _marked(conversation: list[Message], own: set[str]) -> list[Message]:
+    """Assistant turns whose calls NOOA's own record marks as its own, marked `origin: harness`."""
+    for m in conversation:
+        ids = {c["tool_call_id"] for c in m.get("tool_calls", [])}
+        if m["role"] == "assistant" and ids and ids <= own:
+            m["origin"] = "harness"
+    return conversation
 
 
 def _message(m: dict[str, Any]) -> Message:

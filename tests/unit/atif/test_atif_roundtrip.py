@@ -126,10 +126,11 @@ def test_core_fields_alone_give_a_valid_rollout_and_name_what_atif_cannot_hold(n
     assert {g["code"] for g in got["gaps"]} == {g["code"] for g in ATIF_GAPS}
     # What ATIF does hold survives: the model-visible history, the tool calls and what each returned.
     # (ATIF's message is a string: an assistant turn with no text reads back as "", not null.)
-    want = [{**m, "content": m.get("content") or ""} for m in rollout["invocations"][0]["conversation"]]
-    assert [{**m, "content": m.get("content") or ""} for m in got["invocations"][0]["conversation"]] == want
+    # (ATIF's arguments are an object: arguments that are no object, cut-off JSON text, read back as {}.)
+    want = [_core(m) for m in rollout["invocations"][0]["conversation"]]
+    assert [_core(m) for m in got["invocations"][0]["conversation"]] == want
     assert [(t["tool_call_id"], t["arguments"], t["output"]) for t in got["tool_calls"]] == [
-        (t["tool_call_id"], t["arguments"], t["output"]) for t in rollout["tool_calls"]
+        (t["tool_call_id"], _object(t["arguments"]), t["output"]) for t in rollout["tool_calls"]
     ]
     assert all(t["status"] is None and t["exit_code"] is None for t in got["tool_calls"])
     # A success is a 200 that delivered its reply: a stream cut after its status line (200, `stream_cut`) is not one.
@@ -138,6 +139,18 @@ def test_core_fields_alone_give_a_valid_rollout_and_name_what_atif_cannot_hold(n
     assert all(c["status_code"] is None and c["response_id"] is None for c in got["model_calls"])
     # Only wire facts are null; the document otherwise meets probe-rollout/v1 where it can.
     assert {f.path.split("]")[-1] for f in faults(got, "probe-rollout/v1")} <= {".protocol"}
+
+
+def _object(arguments: Any) -> Any:
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def _core(m: dict[str, Any]) -> dict[str, Any]:
+    """A history entry as ATIF's core fields hold it: text for content, object arguments, no origin mark."""
+    out = {k: v for k, v in m.items() if k != "origin"} | {"content": m.get("content") or ""}
+    if "tool_calls" in m:
+        out["tool_calls"] = [{**tc, "arguments": _object(tc["arguments"])} for tc in m["tool_calls"]]
+    return out
 
 
 def test_core_only_trajectory_fails_the_checks_it_cannot_feed_and_passes_the_history(tmp_path: Path) -> None:

@@ -23,6 +23,8 @@ class Episode:
     witness: list[dict[str, Any]]
     markers: dict[str, str]
     execution: dict[str, Any] | None = None  # how the reference process ended in that run (exit codes as seen)
+    # The same scenario played over the other transport (`run --compare-stream`): its rollout and witness.
+    twin: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
 
     def copy(self) -> Episode:
         return copy.deepcopy(self)
@@ -35,6 +37,8 @@ class Episode:
             markers=self.markers,
             execution=self.execution,
         )
+        if self.twin is not None:
+            ev.twin_rollout, ev.twin_witness = self.twin[0], Witness(self.twin[1])
         return {r.id: (r.status, r.reasons) for r in run_checks(ev, scope_of(self.scenario, self.execution))}
 
     def add_event(self, event: dict[str, Any]) -> None:
@@ -48,13 +52,21 @@ def load_episode(name: str) -> Episode:
     if name.startswith("native:"):
         return _load_native(*name.removeprefix("native:").split("/", 1))
     root = FIXTURES / name
+    twin = root / "twin"
     return Episode(
         scenario=json.loads((root / "scenario.json").read_text()),
         rollout=json.loads((root / "rollout.json").read_text()),
-        witness=[json.loads(line) for line in (root / "witness.jsonl").read_text().splitlines() if line.strip()],
+        witness=_events(root / "witness.jsonl"),
         markers={p.name: p.read_text() for p in sorted((root / "markers").glob("*"))},
         execution=json.loads((root / "execution.json").read_text()) if (root / "execution.json").is_file() else None,
+        twin=(json.loads((twin / "rollout.json").read_text()), _events(twin / "witness.jsonl"))
+        if twin.is_dir()
+        else None,
     )
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def dependents(check_id: str) -> set[str]:

@@ -15,7 +15,18 @@ from orchestrator.checks import REGISTRY, Status
 from orchestrator.checks.attempts import TOKEN_FIELDS
 from tests.unit.checks.conftest import Episode, dependents, load_episode
 
-FIXTURE_NAMES = ("tool_success", "tool_failure", "retry_429", "model_error", "parallel_tools", "context_compaction")
+FIXTURE_NAMES = (
+    "tool_success",
+    "tool_failure",
+    "retry_429",
+    "model_error",
+    "parallel_tools",
+    "context_compaction",
+    "retry_after",
+    "tool_args_truncated",
+    "tool_success_twin",
+    "tool_success_own_turn",
+)
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -312,6 +323,47 @@ def m_sources(ep: Episode) -> None:
     entry["value"] = {**entry["value"], "prompt": entry["value"]["prompt"] + 1}
 
 
+def m_error_propagated(ep: Episode) -> None:
+    # A terminal 400 reported as an error that names nothing of it (Claude Code's is_error with a generic subtype).
+    ep.rollout["outcome"].update(failure_kind="error", failure_reason="the run did not finish")
+
+
+def m_retry_waited(ep: Episode) -> None:
+    # The retry sent 0.2 s after the 429 that asked for 3 s, and recorded as such: only the behaviour is wrong.
+    model = [a for a in _witness(ep, "attempt") if a["kind"] == "model"]
+    model[1]["started_at"] = _shift(model[0]["completed_at"], 0.2)
+    for call in _failed_calls(ep):
+        if call.get("retry_delay_ms") is not None:
+            call["retry_delay_ms"] = 200.0
+
+
+def m_wait_recorded(ep: Episode) -> None:
+    # The reference's impatient twin: claims the 3 s it was asked for, on top of what it waited.
+    call = next(c for c in _failed_calls(ep) if c.get("retry_delay_ms") is not None)
+    call["retry_delay_ms"] += 10_000
+
+
+def m_args_not_run(ep: Episode) -> None:
+    # The cut-off arguments recorded as the object a lenient parser makes of them (the tool record only).
+    (malformed,) = [c for c in _witness(ep, "tool_call") if c.get("malformed")]
+    tool = next(t for t in ep.rollout["tool_calls"] if t["tool_call_id"] == malformed["tool_call_id"])
+    tool["arguments"] = json.loads(malformed["arguments_text"] + '"}')
+
+
+def m_harness_authored(ep: Episode) -> None:
+    # The reference's own turn (mode own_turn, sent to the model as an assistant turn) recorded as the model's.
+    for inv in ep.rollout["invocations"]:
+        for m in inv["conversation"]:
+            m.pop("origin", None)
+
+
+def m_parity(ep: Episode) -> None:
+    # The streamed twin records its first tool-call reply as finishing with `stop` (the reference's stream_mislabel).
+    assert ep.twin is not None
+    first = next(c for c in ep.twin[0]["model_calls"] if c["error_category"] is None)
+    first["finish_reason"] = "stop"
+
+
 def m_egress(ep: Episode) -> None:
     ep.add_event({"event": "egress", "kind": "dns", "target": "telemetry.example.com", "detail": "A"})
 
@@ -365,6 +417,12 @@ CONTROLS = [
     ("sources.agree", "native:gemini-cli/retry_429", m_sources),
     ("compaction.recorded", "context_compaction", m_compaction),
     ("process.exit_status", "model_error", m_exit_status),
+    ("error.propagated", "model_error", m_error_propagated),
+    ("retry.waited", "retry_after", m_retry_waited),
+    ("retry.wait_recorded", "retry_after", m_wait_recorded),
+    ("tools.args_not_run", "tool_args_truncated", m_args_not_run),
+    ("history.harness_authored", "tool_success_own_turn", m_harness_authored),
+    ("transport.parity", "tool_success_twin", m_parity),
 ]
 
 

@@ -26,14 +26,22 @@ def _shipped() -> dict[str, object]:
 def test_every_shipped_scenario_validates() -> None:
     names = [s.name for s in list_scenarios()]
     assert names == [
+        "body_not_json",
         "context_compaction",
         "harness_deadline",
+        "length_cut",
         "model_error",
+        "overloaded_529",
         "parallel_tools",
+        "quota_window",
         "retry_429",
         "retry_500",
+        "retry_after",
         "server_timeout",
+        "sse_malformed",
         "stream_cut",
+        "stream_error_event",
+        "tool_args_truncated",
         "tool_failure",
         "tool_success",
         "usage_omitted",
@@ -106,10 +114,19 @@ def test_not_yaml_and_unknown_name(tmp_path: Path) -> None:
 
 
 def test_fault_scenarios_declare_errors_and_their_expected_outcome() -> None:
+    # A reply cut at the token limit, or whose tool arguments are cut, is a reply: no attempt fails there.
+    replies = {"length_cut", "args_truncated"}
     for s in list_scenarios():
         faults = s.data["faults"]
-        assert s.scope["errors_expected"] == bool(faults), s.name
-        assert s.expected["outcome"] == ("error" if any(f.get("repeat") for f in faults) else "completed"), s.name
+        assert s.scope["errors_expected"] == any(f["kind"] not in replies for f in faults), s.name
+        if any(f.get("repeat") for f in faults):
+            assert s.expected["outcome"] == "error", s.name
+        elif s.expected["outcome"] == "either":
+            # A harness may end on the fault: then no final answer is required of it, and no tool call is due after.
+            assert not s.scope["final_answer"], s.name
+            assert all(f["attempt"] == len(s.tool_steps()) for f in faults), s.name
+        else:
+            assert s.expected["outcome"] == "completed", s.name
     model_error = load_scenario("model_error")
     assert model_error.scope == {"tools": False, "steps": False, "final_answer": False, "errors_expected": True}
     wrong = load_scenario("wrong_answer")

@@ -94,6 +94,19 @@ def test_full_orchestrator_document_is_accepted() -> None:
         minimal(faults=[{"attempt": 0, "kind": "cut", "after_events": 1.5}]),
         minimal(faults=[{"attempt": 0, "kind": "http_error", "status": 504, "delay_seconds": "2"}]),
         minimal(faults=[{"attempt": 0, "kind": "http_error", "status": 500}] * 2),
+        minimal(faults=[{"attempt": 0, "kind": "overloaded", "status": 529}]),
+        minimal(faults=[{"attempt": 0, "kind": "length_cut", "after_events": 2}]),
+        minimal(faults=[{"attempt": 0, "kind": "quota", "requests": 2}]),
+        minimal(faults=[{"attempt": 0, "kind": "quota", "requests": 0, "window_seconds": 5}]),
+        minimal(faults=[{"attempt": 0, "kind": "quota", "requests": 2, "window_seconds": 5, "repeat": True}]),
+        minimal(
+            faults=[
+                {"attempt": 0, "kind": "quota", "requests": 2, "window_seconds": 5},
+                {"attempt": 1, "kind": "quota", "requests": 1, "window_seconds": 5},
+            ]
+        ),
+        minimal(faults=[{"attempt": 0, "kind": "http_error", "status": 429, "retry_after_ms": -1}]),
+        minimal(faults=[{"attempt": 0, "kind": "not_json", "retry_after": 3}]),
         minimal(usage="yes"),
     ],
 )
@@ -140,3 +153,32 @@ def test_every_shipped_scenario_is_playable(path: Path) -> None:
     scenario = parse_scenario(document)
     assert scenario.name == path.stem
     assert all(f.kind != "http_error" or f.status is not None for f in scenario.faults)
+
+
+def test_catalogue_ii_fault_kinds_and_the_quota_that_is_no_attempts_fault() -> None:
+    scenario = parse_scenario(
+        minimal(
+            faults=[
+                {"attempt": 0, "kind": "http_error", "status": 429, "retry_after": 3, "retry_after_ms": 3000},
+                {"attempt": 1, "kind": "overloaded", "repeat": True},
+                {"attempt": 2, "kind": "quota", "requests": 2, "window_seconds": 20},
+                {"attempt": 3, "kind": "length_cut"},
+                {"attempt": 4, "kind": "args_truncated"},
+                {"attempt": 5, "kind": "sse_malformed"},
+                {"attempt": 6, "kind": "error_event"},
+                {"attempt": 7, "kind": "not_json"},
+            ]
+        )
+    )
+    assert scenario.faults[0] == Fault(attempt=0, kind="http_error", status=429, retry_after=3.0, retry_after_ms=3000.0)
+    assert scenario.quota == Fault(attempt=2, kind="quota", requests=2, window_seconds=20.0)
+    # A quota is a window, not an attempt's fault: attempt 2 falls to the repeating overload before it.
+    assert [scenario.fault_for(n).kind for n in range(1, 8)] == [  # type: ignore[union-attr]
+        "overloaded",
+        "overloaded",
+        "length_cut",
+        "args_truncated",
+        "sse_malformed",
+        "error_event",
+        "not_json",
+    ]

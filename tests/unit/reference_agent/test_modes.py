@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probe_reference.modes import HOSTILE, MISREPORTING, MODES, WRONG_ANSWER
+from probe_reference.modes import HOSTILE, MISREPORTING, MODES, OWN_TURN, WRONG_ANSWER
 
 from tests.unit.reference_agent.fake_provider import Received, Reply, completion, json_reply, serve, usage
 from tests.unit.reference_agent.helpers import run_agent, validate_schema
@@ -79,6 +79,11 @@ def _wrong_answer_report(r: Rollout) -> None:
     r["outcome"]["final_answer"] = WRONG_ANSWER
 
 
+def _wrong_wait(r: Rollout) -> None:
+    assert r["model_calls"][0]["retry_delay_ms"] == 1.0  # the SDK's planned wait: retry-after-ms 1
+    r["model_calls"][0]["retry_delay_ms"] = 10_001.0
+
+
 def _duplicate_attempt(r: Rollout) -> None:
     r["model_calls"].insert(1, {**copy.deepcopy(r["model_calls"][0]), "model_call_id": "mc-1-dup"})
     r["steps"][0]["model_call_refs"] = ["mc-1", "mc-1-dup", "mc-2"]
@@ -94,18 +99,22 @@ EDITS: dict[str, Callable[[Rollout], None]] = {
     "lost_ownership": _lost_ownership,
     "wrong_answer_report": _wrong_answer_report,
     "duplicate_attempt": _duplicate_attempt,
+    "wrong_wait": _wrong_wait,
 }
+# Modes whose lie needs another script than the one above (an error outcome, cut-off arguments, a stream), or that
+# also change what the agent does on the wire: each has a test of its own below.
+OWN_TESTS = {"swallow_error", "repair_arguments", "stream_mislabel", "impatient", "unmarked_turn"}
 
 
 def test_every_misreporting_mode_is_covered() -> None:
-    assert set(MISREPORTING) == set(EDITS)
+    assert set(MISREPORTING) == set(EDITS) | OWN_TESTS
     assert set(HOSTILE) == {
         "hostile-network", "hostile-cpu", "hostile-fork", "hostile-version",
         "hostile-files", "hostile-sparse", "hostile-marker", "hostile-deep-body",
         "hostile-body-flood", "hostile-chunked-body",
         "hostile-surrogate", "hostile-atif-calls", "hostile-atif-strict", "hostile-deep-tree",
     }  # fmt: skip
-    assert set(MODES) == {"honest", "hang", *EDITS, *HOSTILE}
+    assert set(MODES) == {"honest", "own_turn", "hang", *EDITS, *OWN_TESTS, *HOSTILE}
 
 
 @pytest.mark.parametrize("mode", sorted(EDITS))
@@ -170,3 +179,69 @@ def test_wrong_answer_differs_even_from_itself(honest_run: tuple[Rollout, list[R
     rollout["outcome"]["final_answer"] = WRONG_ANSWER
     lied: Any = MODES["wrong_answer_report"].transform(rollout)
     assert lied["outcome"]["final_answer"] not in (WRONG_ANSWER, None)
+
+
+def test_swallow_error_leaves_an_error_outcome_that_names_nothing(honest_run: tuple[Rollout, list[Received]]) -> None:
+    failed = copy.deepcopy(honest_run[0])
+    failed["outcome"] = {
+        "final_answer": None,
+        "status": "error",
+        "failure_kind": "model_error",
+        "failure_reason": "429",
+    }
+    lied: Any = MODES["swallow_error"].transform(failed)
+    assert lied["outcome"] == {**failed["outcome"], "failure_kind": "error", "failure_reason": "the run did not finish"}
+    assert MODES["swallow_error"].transform(honest_run[0]) == honest_run[0]  # a completed run: nothing to hide
+
+
+def test_repair_arguments_turns_cut_off_arguments_into_the_object_a_lenient_parser_makes(
+    honest_run: tuple[Rollout, list[Received]],
+) -> None:
+    cut = copy.deepcopy(honest_run[0])
+    text = '{"command":"printf hi; exit 3'
+    cut["tool_calls"][0]["arguments"] = text
+    cut["invocations"][0]["conversation"][2]["tool_calls"][0]["arguments"] = text
+    lied: Any = MODES["repair_arguments"].transform(cut)
+    repaired = {"command": "printf hi; exit 3"}
+    assert lied["tool_calls"][0]["arguments"] == repaired
+    assert lied["invocations"][0]["conversation"][2]["tool_calls"][0]["arguments"] == repaired
+    assert MODES["repair_arguments"].transform(honest_run[0]) == honest_run[0]
+
+
+def test_stream_mislabel_lies_only_about_streamed_runs(honest_run: tuple[Rollout, list[Received]]) -> None:
+    mode = MODES["stream_mislabel"]
+    assert mode.transform(honest_run[0]) == honest_run[0] and mode.stream_transform is not None
+    lied: Any = mode.stream_transform(honest_run[0])
+    assert [c["finish_reason"] for c in lied["model_calls"]] == [None, "stop", "stop"]
+
+
+def test_impatient_retries_at_once_and_records_the_wait_it_took(tmp_path: Path) -> None:
+    slow_down = json_reply(429, RATE_LIMITED, {"retry-after": "3", "retry-after-ms": "3000"})
+    script = [slow_down, completion("chatcmpl-1", content=ANSWER, usage=usage(11, 5))]
+    with serve(script) as provider:
+        code, rollout = run_agent(provider.url, tmp_path, "--mode", "impatient")
+    assert code == 0 and not provider.violations and len(provider.received) == 2
+    assert rollout["model_calls"][0]["retry_delay_ms"] == 200.0  # what it waited, not the 3 s asked
+    assert [s["model_call_refs"] for s in rollout["steps"]] == [["mc-1", "mc-2"]]
+
+
+def test_unmarked_turn_sends_a_turn_of_its_own_and_records_it_as_the_models(tmp_path: Path) -> None:
+    with serve([completion("chatcmpl-1", content=ANSWER, usage=usage(11, 5))]) as provider:
+        code, rollout = run_agent(provider.url, tmp_path, "--mode", "unmarked_turn")
+    assert code == 0
+    sent = provider.received[0].body["messages"]
+    assert sent[2] == {"role": "assistant", "content": OWN_TURN}
+    recorded = rollout["invocations"][0]["conversation"][2]
+    assert recorded == {"role": "assistant", "content": OWN_TURN}  # no origin: harness
+
+
+def test_own_turn_sends_the_same_turn_and_records_it_as_its_own(tmp_path: Path) -> None:
+    with serve([completion("chatcmpl-1", content=ANSWER, usage=usage(11, 5))]) as provider:
+        code, rollout = run_agent(provider.url, tmp_path, "--mode", "own_turn", honest=True)
+    assert code == 0
+    assert provider.received[0].body["messages"][2] == {"role": "assistant", "content": OWN_TURN}
+    assert rollout["invocations"][0]["conversation"][2] == {
+        "role": "assistant",
+        "content": OWN_TURN,
+        "origin": "harness",
+    }

@@ -142,18 +142,25 @@ def test_responses_usage_absent_stays_null(tmp_path: Path, stream: bool) -> None
     assert second["token_stats"] == {"prompt": 5, "completion": 2, "reasoning": None, "total": None, "cached": None}
 
 
-def test_responses_incomplete_status_is_the_finish_reason(tmp_path: Path) -> None:
+def test_responses_incomplete_is_a_reply_cut_at_the_token_limit(tmp_path: Path) -> None:
+    """A reply that stopped at the token limit is kept as the success it was, and the run ends saying it was cut:
+    never as a completed answer (error.propagated)."""
     response = response_object("resp_i", content="cut sh", usage=responses_usage(4, 2), status="incomplete")
     with serve([responses(response, True)]) as provider:
         code, rollout = run_agent(provider.url, tmp_path, "--protocol", "responses", "--stream")
-    assert code == 0
+    assert code == 1
     (call,) = rollout["model_calls"]
-    assert (call["response_id"], call["finish_reason"]) == ("resp_i", "incomplete")
-    assert rollout["outcome"]["final_answer"] == "cut sh"
+    assert (call["response_id"], call["finish_reason"], call["error_category"]) == ("resp_i", "incomplete", None)
+    assert rollout["outcome"]["status"] == "error" and rollout["outcome"]["final_answer"] is None
+    assert rollout["outcome"]["failure_kind"] == "truncated" and "incomplete" in rollout["outcome"]["failure_reason"]
+
+
+def _then_done(stream: bool) -> Reply:
+    return responses(response_object("resp_ok", content="done"), stream)
 
 
 @pytest.mark.parametrize("terminal", ["error", "response.failed"])
-def test_responses_stream_error_keeps_payload(tmp_path: Path, terminal: str) -> None:
+def test_responses_stream_error_keeps_payload_and_is_asked_again(tmp_path: Path, terminal: str) -> None:
     error = {"code": "server_error", "message": "overloaded"}
     events = response_events(response_object("resp_e", content="x"), terminal=None)
     if terminal == "error":
@@ -163,22 +170,27 @@ def test_responses_stream_error_keeps_payload(tmp_path: Path, terminal: str) -> 
         failed = {**response_object("resp_e"), "status": "failed", "error": error}
         events.append({"type": "response.failed", "response": failed, "sequence_number": 99})
         payload = error
-    with serve([sse_reply(events, done=False, named=True)]) as provider:
+    with serve([sse_reply(events, done=False, named=True), _then_done(True)]) as provider:
         code, rollout = run_agent(provider.url, tmp_path, "--protocol", "responses", "--stream")
-    assert code == 1 and len(provider.received) == 1
-    (call,) = rollout["model_calls"]
-    assert (call["status_code"], call["error_category"], call["error"]) == (200, "stream_error", payload)
-    assert rollout["outcome"]["failure_kind"] == "model_error"
-    assert rollout["outcome"]["failure_reason"] == "overloaded"
+    assert code == 0 and len(provider.received) == 2 and not provider.violations
+    failed_call, ok = rollout["model_calls"]
+    assert (failed_call["status_code"], failed_call["error_category"], failed_call["error"]) == (
+        200,
+        "stream_error",
+        payload,
+    )
+    assert failed_call["retry_delay_ms"] == 500.0 and ok["response_id"] == "resp_ok"
+    assert [s["model_call_refs"] for s in rollout["steps"]] == [["mc-1", "mc-2"]]
+    assert rollout["outcome"]["final_answer"] == "done"
 
 
 def test_responses_failed_json_response_is_a_failed_attempt(tmp_path: Path) -> None:
     error = {"code": "server_error", "message": "the model failed"}
     failed = {**response_object("resp_f"), "status": "failed", "error": error}
-    with serve([json_reply(200, failed)]) as provider:
+    with serve([json_reply(200, failed)] * 3) as provider:
         code, rollout = run_agent(provider.url, tmp_path, "--protocol", "responses")
-    assert code == 1 and len(provider.received) == 1
-    (call,) = rollout["model_calls"]
+    assert code == 1 and len(provider.received) == 3  # asked twice more, then given up
+    call = rollout["model_calls"][0]
     assert (call["status_code"], call["error_category"], call["error"]) == (200, "response_failed", error)
     assert call["response_id"] is None and call["finish_reason"] is None
     assert rollout["outcome"]["failure_reason"] == "the model failed"
@@ -186,12 +198,12 @@ def test_responses_failed_json_response_is_a_failed_attempt(tmp_path: Path) -> N
 
 def test_responses_stream_without_completed_is_invalid(tmp_path: Path) -> None:
     events = response_events(response_object("resp_n", content="x"), terminal=None)
-    with serve([sse_reply(events, done=False, named=True)]) as provider:
+    with serve([sse_reply(events, done=False, named=True), _then_done(True)]) as provider:
         code, rollout = run_agent(provider.url, tmp_path, "--protocol", "responses", "--stream")
-    assert code == 1
-    (call,) = rollout["model_calls"]
+    assert code == 0
+    call = rollout["model_calls"][0]
     assert (call["error_category"], call["response_id"]) == ("invalid_response", None)
-    assert rollout["outcome"]["failure_reason"] == "the stream ended without response.completed"
+    assert call["error"] == "the stream ended without response.completed"
 
 
 # --- Messages ----------------------------------------------------------------------------------------
@@ -293,15 +305,29 @@ def test_messages_usage_absent_stays_null(tmp_path: Path, stream: bool) -> None:
     assert second["token_stats"] == {"prompt": None, "completion": 2, "reasoning": None, "total": None, "cached": None}
 
 
-def test_messages_stream_error_event_keeps_payload(tmp_path: Path) -> None:
+def test_messages_stream_error_event_keeps_payload_and_is_asked_again(tmp_path: Path) -> None:
     error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     events = message_events(message_object("msg_e", content="partial"))[:3]
     events.append(error)
-    with serve([sse_reply(events, done=False, named=True)]) as provider:
+    done = messages(message_object("msg_ok", content="done"), True)
+    with serve([sse_reply(events, done=False, named=True), done]) as provider:
         code, rollout = run_agent(provider.root, tmp_path, "--protocol", "messages", "--stream")
-    assert code == 1 and len(provider.received) == 1
-    (call,) = rollout["model_calls"]
-    assert (call["status_code"], call["error_category"], call["error"]) == (200, "stream_error", error)
+    assert code == 0 and len(provider.received) == 2
+    failed_call, ok = rollout["model_calls"]
+    assert (failed_call["status_code"], failed_call["error_category"], failed_call["error"]) == (
+        200,
+        "stream_error",
+        error,
+    )
+    assert ok["response_id"] == "msg_ok" and rollout["outcome"]["final_answer"] == "done"
+
+
+def test_messages_error_event_every_time_ends_the_run_with_its_words(tmp_path: Path) -> None:
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    events = [*message_events(message_object("msg_e", content="partial"))[:3], error]
+    with serve([sse_reply(events, done=False, named=True)] * 3) as provider:
+        code, rollout = run_agent(provider.root, tmp_path, "--protocol", "messages", "--stream")
+    assert code == 1 and len(provider.received) == 3
     assert rollout["outcome"]["failure_kind"] == "model_error"
     assert rollout["outcome"]["failure_reason"] == "Overloaded"
 

@@ -243,15 +243,16 @@ def test_silent_stream_times_out_and_is_asked_again(tmp_path: Path) -> None:
     assert [s["model_call_refs"] for s in rollout["steps"]] == [["mc-1", "mc-2"]]
 
 
-def test_error_event_in_stream_keeps_payload(tmp_path: Path) -> None:
+def test_error_event_in_stream_keeps_payload_and_is_asked_again(tmp_path: Path) -> None:
     error = {"message": "overloaded", "type": "server_error"}
     events = [chunk("chatcmpl-e", {"role": "assistant", "content": "x"}), {"error": error}]
-    with serve([sse_reply(events)]) as provider:
+    done = sse_reply([chunk("chatcmpl-ok", {"role": "assistant", "content": "done"}, "stop")])
+    with serve([sse_reply(events), done]) as provider:
         code, rollout = run_agent(provider.url, tmp_path, "--stream")
-    assert code == 1
-    (call,) = rollout["model_calls"]
-    assert (call["status_code"], call["error_category"], call["error"]) == (200, "stream_error", error)
-    assert rollout["outcome"]["failure_reason"] == "overloaded"
+    assert code == 0 and len(provider.received) == 2
+    failed, ok = rollout["model_calls"]
+    assert (failed["status_code"], failed["error_category"], failed["error"]) == (200, "stream_error", error)
+    assert ok["response_id"] == "chatcmpl-ok" and rollout["outcome"]["final_answer"] == "done"
 
 
 def test_timeout_then_success(tmp_path: Path) -> None:
