@@ -127,9 +127,11 @@ def gemini_closing_prompt(contents: Sequence[object]) -> str | None:
     if not any(isinstance(c, Mapping) and c.get("role") == "model" for c in contents[:-1]):
         return None
     parts = last.get("parts")
-    texts = [p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str)] if isinstance(
-        parts, list
-    ) else []
+    texts = (
+        [p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+        if isinstance(parts, list)
+        else []
+    )
     return "\n".join(texts) or None
 
 

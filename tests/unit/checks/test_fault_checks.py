@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 from orchestrator.checks import Status
@@ -239,7 +240,7 @@ def test_a_recorded_wait_is_held_only_to_the_attempt_its_call_certainly_was() ->
     ep = load_episode("retry_429")
     model = _model(ep)
     failed = [c for c in ep.rollout["model_calls"] if c["error_category"]]
-    for call, (a, b) in zip(failed, zip(model, model[1:], strict=False), strict=False):
+    for call, (a, b) in zip(failed, pairwise(model), strict=False):
         gap = datetime.fromisoformat(b["started_at"]) - datetime.fromisoformat(a["completed_at"])
         call["retry_delay_ms"] = gap.total_seconds() * 1000
     assert ep.evaluate()["retry.wait_recorded"] == (Status.PASS, [])
