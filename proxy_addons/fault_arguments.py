@@ -1,6 +1,11 @@
 """`args_truncated`: the due step's tool calls with their arguments JSON cut off and nothing else amiss (Chat's
 `finish_reason: stop`, a completed response, Messages' `tool_use`): a shape real upstreams send. A text delivery
-(keystrokes, a python block) gets its reply text cut the same way."""
+(keystrokes, a python block) gets its reply text cut the same way.
+
+Gemini sends no arguments text: its API parses the model's call itself and sends `args` as an object, whole, or not
+at all. A call whose arguments did not parse reaches the client as Google sends it: a candidate with an empty
+content and `finishReason: MALFORMED_FUNCTION_CALL`, the call dropped whole (the API puts no part of it in the reply).
+That is the cut arguments as this wire can carry them; what is judged is that the call is never run."""
 
 from __future__ import annotations
 
@@ -11,12 +16,14 @@ from typing import Any
 
 from proxy_addons.chat import completion_chunks, split_pieces
 from proxy_addons.fault_shapes import AlteredReply, restreamed, unterminated
+from proxy_addons.gemini import gemini_events, gemini_rendered
 from proxy_addons.messages import message_events
 from proxy_addons.protocol import RenderedReply, compact_json
 from proxy_addons.responses import response_events
 
 # Chat puts this finish reason on the shape seen from real upstreams (a cut tool call in a reply that says `stop`).
 CHAT_STOP = "stop"
+GEMINI_MALFORMED = "MALFORMED_FUNCTION_CALL"
 
 
 def _chat(rendered: RenderedReply) -> AlteredReply:
@@ -91,6 +98,29 @@ def cut_messages_input(
     return message, out
 
 
+def _gemini(rendered: RenderedReply) -> AlteredReply:
+    response: dict[str, Any] = copy.deepcopy(dict(rendered.response))
+    candidate = response["candidates"][0]
+    parts = candidate["content"].get("parts", [])
+    dropped = tuple(part["functionCall"]["id"] for part in parts if "functionCall" in part)
+    stream = rendered.sse_events is not None
+    if not dropped:  # a text delivery: its text cut as elsewhere
+        for part in parts:
+            part["text"] = unterminated(part.get("text", ""))
+        return _altered(
+            gemini_rendered(response, stream, rendered.response_id, rendered.finish_reason, rendered.usage), {}
+        )
+    # What Google sends for a call it could not parse: no parts at all (`content: {}`), the reason, the usage.
+    response["candidates"] = [{"content": {}, "finishReason": GEMINI_MALFORMED, "index": 0}]
+    if stream:
+        # One event: the API has nothing to send before it knows the call failed.
+        altered = gemini_events(response, [compact_json(response)], GEMINI_MALFORMED, rendered.usage)
+    else:
+        altered = gemini_rendered(response, False, rendered.response_id, GEMINI_MALFORMED, rendered.usage)
+    played = {"finish_reason": GEMINI_MALFORMED, "dropped_calls": list(dropped)}
+    return AlteredReply(altered, played, usable=True, dropped_calls=dropped)
+
+
 def _altered(rendered: RenderedReply, cut: dict[str, str]) -> AlteredReply:
     return AlteredReply(rendered, {"cut_arguments": dict(cut)}, usable=True, cut_arguments=cut)
 
@@ -99,4 +129,5 @@ RENDER: dict[str, Callable[[RenderedReply], AlteredReply]] = {
     "chat": _chat,
     "responses": _responses,
     "messages": _messages,
+    "gemini": _gemini,
 }

@@ -11,6 +11,7 @@ from typing import Any
 from proxy_addons.chat import completion_chunks
 from proxy_addons.fault_arguments import cut_messages_input
 from proxy_addons.fault_shapes import AlteredReply, half, restreamed
+from proxy_addons.gemini import MODEL_ROLE, gemini_rendered
 from proxy_addons.messages import message_events
 from proxy_addons.protocol import RenderedReply, compact_json
 from proxy_addons.responses import response_events
@@ -18,6 +19,7 @@ from proxy_addons.responses import response_events
 CHAT_LENGTH = "length"
 RESPONSES_INCOMPLETE = "incomplete"
 MESSAGES_MAX_TOKENS = "max_tokens"
+GEMINI_MAX_TOKENS = "MAX_TOKENS"
 
 
 def _chat(rendered: RenderedReply) -> AlteredReply:
@@ -74,6 +76,25 @@ def _messages(rendered: RenderedReply) -> AlteredReply:
     return _altered(restreamed(rendered, message, events, MESSAGES_MAX_TOKENS), answer, cut)
 
 
+def _gemini(rendered: RenderedReply) -> AlteredReply:
+    response: dict[str, Any] = copy.deepcopy(dict(rendered.response))
+    candidate = response["candidates"][0]
+    candidate["finishReason"] = GEMINI_MAX_TOKENS
+    parts = candidate["content"].get("parts", [])
+    dropped = tuple(part["functionCall"]["id"] for part in parts if "functionCall" in part)
+    kept = [part for part in parts if "functionCall" not in part]
+    answer = None
+    for part in kept:
+        part["text"] = answer = half(part.get("text", ""))
+    candidate["content"] = {"parts": kept, "role": MODEL_ROLE} if kept else {"role": MODEL_ROLE}
+    stream = rendered.sse_events is not None
+    altered = gemini_rendered(response, stream, rendered.response_id, GEMINI_MAX_TOKENS, rendered.usage)
+    played: dict[str, Any] = {"finish_reason": GEMINI_MAX_TOKENS}
+    if dropped:
+        played["dropped_calls"] = list(dropped)
+    return AlteredReply(altered, played, usable=True, answer=answer, dropped_calls=dropped)
+
+
 def _altered(rendered: RenderedReply, answer: str | None, cut: dict[str, str]) -> AlteredReply:
     played = {"finish_reason": rendered.finish_reason}
     return AlteredReply(rendered, played, usable=True, answer=answer, cut_arguments=cut)
@@ -83,4 +104,5 @@ RENDER: dict[str, Callable[[RenderedReply], AlteredReply]] = {
     "chat": _chat,
     "responses": _responses,
     "messages": _messages,
+    "gemini": _gemini,
 }

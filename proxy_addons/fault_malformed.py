@@ -2,7 +2,8 @@
 as it was, to its normal end: not a cut. The event is one no part of the reply can be had without: in Chat and
 Messages a delta in the middle (nothing else carries its piece); in Responses, whose other events repeat every piece
 (`output_item.done`, `response.completed`), the terminal `response.completed` itself, without which the response
-never completed. A JSON reply gets its body with a middle piece missing."""
+never completed; in Gemini, whose events each carry a part of their own, a middle one. A JSON reply gets its body with a
+middle piece missing."""
 
 from __future__ import annotations
 
@@ -31,9 +32,11 @@ def _broken_stream(rendered: RenderedReply, index: int) -> AlteredReply:
     data = rendered.sse_events[index]
     broken = data[: len(data) // 2]
     frame = rendered.frames[index]
-    # Every payload is one compact JSON line: the frame is its optional `event:` line, `data: ` and the payload.
+    # Every payload is one compact JSON line: the frame is its optional `event:` line, `data: `, the payload and the
+    # protocol's own line endings (Gemini's are CRLF), kept as they were.
     start = frame.index(b"data: ") + len(b"data: ")
-    frames = (*rendered.frames[:index], frame[:start] + broken.encode("utf-8") + b"\n\n", *rendered.frames[index + 1 :])
+    ending = frame[len(frame.rstrip(b"\r\n")) :]
+    frames = (*rendered.frames[:index], frame[:start] + broken.encode("utf-8") + ending, *rendered.frames[index + 1 :])
     events = (*rendered.sse_events[:index], broken, *rendered.sse_events[index + 1 :])
     altered = replace(rendered, body=b"".join(frames), frames=frames, sse_events=events)
     return AlteredReply(altered, {"malformed_event": index}, usable=False)
@@ -64,4 +67,5 @@ RENDER: dict[str, Callable[[RenderedReply], AlteredReply]] = {
     "chat": _malformed(_middle),
     "responses": _malformed(_last),
     "messages": _malformed(_middle),
+    "gemini": _malformed(_middle),
 }

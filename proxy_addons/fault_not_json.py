@@ -20,5 +20,11 @@ def _page() -> ErrorShape:
     return ErrorShape(200, PAGE.encode("utf-8"), None, {"content-type": CONTENT_TYPE}, {"body": PAGE})
 
 
-# The same page whatever the protocol: the gateway in front does not speak it.
-RENDER: dict[str, Callable[[], ErrorShape]] = {"chat": _page, "responses": _page, "messages": _page}
+# The same page whatever the protocol: the gateway in front does not speak it. On a Gemini stream its lines are not
+# `data:` lines, which google-genai reads as raw JSON and fails on.
+RENDER: dict[str, Callable[[], ErrorShape]] = {
+    "chat": _page,
+    "responses": _page,
+    "messages": _page,
+    "gemini": _page,
+}

@@ -11,6 +11,9 @@ ANTHROPIC_OVERLOADED = 529
 # OpenAI answers a saturated fleet with 503 and a server_error body; its SDKs retry every 5xx.
 OPENAI_OVERLOADED = 503
 OPENAI_MESSAGE = "The server is overloaded or not ready yet."
+# Google's API says it in its own error shape: 503 with the RPC status UNAVAILABLE (google-genai raises ServerError,
+# Gemini CLI retries it with backoff).
+GEMINI_MESSAGE = "The model is overloaded. Please try again later."
 
 
 def _openai() -> ErrorShape:
@@ -24,4 +27,13 @@ def _messages() -> ErrorShape:
     return json_error(ANTHROPIC_OVERLOADED, body, {"request-id": request_id})
 
 
-RENDER: dict[str, Callable[[], ErrorShape]] = {"chat": _openai, "responses": _openai, "messages": _messages}
+def _gemini() -> ErrorShape:
+    return json_error(OPENAI_OVERLOADED, {"error": {"code": 503, "message": GEMINI_MESSAGE, "status": "UNAVAILABLE"}})
+
+
+RENDER: dict[str, Callable[[], ErrorShape]] = {
+    "chat": _openai,
+    "responses": _openai,
+    "messages": _messages,
+    "gemini": _gemini,
+}

@@ -8,6 +8,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from proxy_addons.fault_shapes import ErrorShape, anthropic_request_id, json_error
+from proxy_addons.gemini import retry_delay, with_retry_info
+
+# The quota Google names in a free tier's 429 (its QuotaFailure detail and message).
+GEMINI_METRIC = "generativelanguage.googleapis.com/generate_content_free_tier_requests"
+GEMINI_QUOTA_ID = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
 
 
 @dataclass(frozen=True)
@@ -80,10 +85,48 @@ def _messages(refused: Refused) -> ErrorShape:
     return _played(json_error(429, body, headers), refused)
 
 
+def _gemini(refused: Refused) -> ErrorShape:
+    """Google's 429: RESOURCE_EXHAUSTED with the quota that failed, a help link and the wait as `RetryInfo` (its only
+    machine-readable form: Google sends no Retry-After header), the same wait in words at the message's end."""
+    wait = retry_delay(refused.left)
+    message = (
+        "You exceeded your current quota, please check your plan and billing details. For more information on this "
+        "error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n"
+        f"* Quota exceeded for metric: {GEMINI_METRIC}, limit: {refused.limit}, model: {refused.model}\n"
+        f"Please retry in {wait}."
+    )
+    violation = {
+        "quotaMetric": GEMINI_METRIC,
+        "quotaId": GEMINI_QUOTA_ID,
+        "quotaDimensions": {"location": "global", "model": refused.model},
+        "quotaValue": str(refused.limit),
+    }
+    details = [
+        {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [violation]},
+        {
+            "@type": "type.googleapis.com/google.rpc.Help",
+            "links": [
+                {
+                    "description": "Learn more about Gemini API quotas",
+                    "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+                }
+            ],
+        },
+    ]
+    body = {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": details}}
+    shape = _played(json_error(429, with_retry_info(body, refused.left)), refused)
+    return ErrorShape(shape.status, shape.body, shape.response, shape.headers, {**shape.played, "retry_delay": wait})
+
+
 def _played(shape: ErrorShape, refused: Refused) -> ErrorShape:
-    # The shortest wait the headers ask for: the exact milliseconds (the whole seconds are rounded up).
+    # The shortest wait asked for: the exact milliseconds (the whole seconds are rounded up).
     played = {**shape.played, "retry_after_seconds": math.ceil(refused.left * 1000) / 1000}
     return ErrorShape(shape.status, shape.body, shape.response, shape.headers, played)
 
 
-RENDER: dict[str, Callable[[Refused], ErrorShape]] = {"chat": _openai, "responses": _openai, "messages": _messages}
+RENDER: dict[str, Callable[[Refused], ErrorShape]] = {
+    "chat": _openai,
+    "responses": _openai,
+    "messages": _messages,
+    "gemini": _gemini,
+}

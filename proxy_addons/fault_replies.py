@@ -14,6 +14,7 @@ from proxy_addons import (
     fault_malformed,
     fault_not_json,
     fault_overloaded,
+    gemini,
     wire,
 )
 from proxy_addons.attempts import Attempt, AttemptLog
@@ -99,6 +100,11 @@ class FaultReplies:
         wait = asked_wait(fault)
         if wait is not None:
             played["retry_after_seconds"] = wait
+            if codec.protocol == gemini.PROTOCOL:
+                # Google's clients read the wait from the body's RetryInfo, not from headers: the scripted wait is
+                # asked for there too (the scripted headers stay, as a gateway in front might add them).
+                body = gemini.with_retry_info(body, wait)
+                played["retry_delay"] = gemini.retry_delay(wait)
         if fault.delay_seconds <= 0:
             self._log.record(
                 attempt,
@@ -155,7 +161,7 @@ class FaultReplies:
         """The due step's reply as the fault altered it, sent whole: it consumes no step, issues none of its calls."""
         rendered = altered.rendered
         facts = dict(reply_facts)
-        if altered.answer is not None or altered.cut_arguments:
+        if altered.answer is not None or altered.cut_arguments or altered.dropped_calls:
             # What the reply now carries: the answer cut, or none where the cut hit a call (a finish tool's argument).
             facts["answer"] = altered.answer
         # The id the reply carried, where its bytes still carry it (an error body may not).

@@ -54,12 +54,21 @@ class AlteredReply:
     answer: str | None = None
     # Tool-call id -> the arguments text as sent, for calls whose arguments are no longer JSON.
     cut_arguments: Mapping[str, str] = field(default_factory=dict)
+    # Calls the reply dropped whole, no part of them sent: Gemini's API never sends a call it could not parse or that
+    # the token limit cut (it ends the candidate MALFORMED_FUNCTION_CALL or MAX_TOKENS instead).
+    dropped_calls: tuple[str, ...] = ()
 
 
 # (rendered reply of the due step) -> the altered reply: one function per protocol in each step fault's RENDER.
 AlterFn = Callable[[RenderedReply], AlteredReply]
 # SSE events as (data, event name) pairs.
 EventList = Sequence[tuple[str, str | None]]
+# How one event is framed: the SSE default (LF-ended, an optional `event:` line), or a protocol's own (Gemini's CRLF).
+Framing = Callable[[str, str | None], bytes]
+
+
+def sse_frame(data: str, event: str | None) -> bytes:
+    return sse.encode_event(data, event=event)
 
 
 def half(text: str) -> str:
@@ -86,17 +95,21 @@ def raw_body(rendered: RenderedReply, body: bytes, response: Mapping[str, Any]) 
     return replace(rendered, body=body, response=response, frames=None, sse_events=None)
 
 
-def frames_of(events: EventList) -> tuple[tuple[bytes, ...], tuple[str, ...]]:
+def frames_of(events: EventList, framing: Framing = sse_frame) -> tuple[tuple[bytes, ...], tuple[str, ...]]:
     """Encoded SSE frames and their data payloads."""
-    return tuple(sse.encode_event(data, event=name) for data, name in events), tuple(data for data, _ in events)
+    return tuple(framing(data, name) for data, name in events), tuple(data for data, _ in events)
 
 
 def stream_of(
-    rendered: RenderedReply, keep: int, extra: EventList, response: Mapping[str, Any] | None
+    rendered: RenderedReply,
+    keep: int,
+    extra: EventList,
+    response: Mapping[str, Any] | None,
+    framing: Framing = sse_frame,
 ) -> RenderedReply:
     """`rendered`'s stream: its first `keep` events as they were, then `extra`; `response` is its logical reply."""
     assert rendered.frames is not None and rendered.sse_events is not None
-    frames, payloads = frames_of(extra)
+    frames, payloads = frames_of(extra, framing)
     kept_frames = rendered.frames[:keep] + frames
     return replace(
         rendered,
@@ -112,12 +125,14 @@ __all__ = [
     "AlteredReply",
     "ErrorShape",
     "EventList",
+    "Framing",
     "anthropic_request_id",
     "frames_of",
     "half",
     "json_error",
     "raw_body",
     "restreamed",
+    "sse_frame",
     "stream_of",
     "unterminated",
 ]

@@ -14,6 +14,7 @@ Events end in CRLF CRLF, as Google's do.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -52,6 +53,7 @@ RPC_STATUS: Mapping[int, str] = {
     504: "DEADLINE_EXCEEDED",
 }
 EVENT_END = b"\r\n\r\n"
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 
 
 class GeminiCodec:
@@ -70,24 +72,58 @@ class GeminiCodec:
 
     def render_reply(self, reply: ScriptedReply, request: ModelRequest, model: str, created: int) -> RenderedReply:
         response = response_object(reply, model)
-        if not request.stream:
-            return rendered_reply(response, None, reply.response_id, STOP, reply.usage)
-        events = tuple(compact_json(chunk) for chunk in response_chunks(response))
-        frames = tuple(b"data: " + event.encode("utf-8") + EVENT_END for event in events)
-        return RenderedReply(
-            content_type=sse.CONTENT_TYPE,
-            body=b"".join(frames),
-            response=response,
-            sse_events=events,
-            frames=frames,
-            response_id=reply.response_id,
-            finish_reason=STOP,
-            usage=reply.usage,
-        )
+        return gemini_rendered(response, request.stream, reply.response_id, STOP, reply.usage)
 
     def error_body(self, status: int, message: str, error_type: str, code: str) -> dict[str, Any]:
         # Google's error shape: the HTTP status as `code` and its canonical name; it has no type field.
         return {"error": {"code": status, "message": message, "status": rpc_status(status)}}
+
+
+def gemini_frame(data: str) -> bytes:
+    """One event as Google frames it: a `data:` line ended by CRLF CRLF."""
+    return b"data: " + data.encode("utf-8") + EVENT_END
+
+
+def gemini_rendered(
+    response: Mapping[str, Any], stream: bool, response_id: str, finish_reason: str | None, usage: Usage | None
+) -> RenderedReply:
+    """`response` on the wire: one JSON body, or the events of `response_chunks` in Google's framing."""
+    if not stream:
+        return rendered_reply(response, None, response_id, finish_reason, usage)
+    return gemini_events(response, [compact_json(chunk) for chunk in response_chunks(response)], finish_reason, usage)
+
+
+def gemini_events(
+    response: Mapping[str, Any], events: Sequence[str], finish_reason: str | None, usage: Usage | None
+) -> RenderedReply:
+    """The stream of the event payloads `events` (whatever they hold) in Google's framing; `response` is the reply
+    they stand for."""
+    frames = tuple(gemini_frame(event) for event in events)
+    return RenderedReply(
+        content_type=sse.CONTENT_TYPE,
+        body=b"".join(frames),
+        response=response,
+        sse_events=tuple(events),
+        frames=frames,
+        response_id=str(response.get("responseId", "")),
+        finish_reason=finish_reason,
+        usage=usage,
+    )
+
+
+def retry_delay(seconds: float) -> str:
+    """A `google.protobuf.Duration` in its JSON form, to the millisecond and rounded up (a client that waits exactly
+    this long is never early): `3s`, `0.601s`."""
+    millis = math.ceil(seconds * 1000)
+    return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis / 1000:.3f}".rstrip("0") + "s"
+
+
+def with_retry_info(body: Mapping[str, Any], seconds: float) -> dict[str, Any]:
+    """An error body with Google's `google.rpc.RetryInfo` detail asking for a wait of `seconds`: where Google's API
+    says how long to wait (it sends no Retry-After header), and what Gemini CLI reads."""
+    error = dict(body["error"])
+    error["details"] = [*error.get("details", []), {"@type": RETRY_INFO, "retryDelay": retry_delay(seconds)}]
+    return {**body, "error": error}
 
 
 def rpc_status(status: int) -> str:
@@ -230,11 +266,13 @@ def _parts(reply: ScriptedReply) -> list[dict[str, Any]]:
 
 
 def _response(
-    parts: list[dict[str, Any]], finish: bool, usage: dict[str, Any] | None, model: str, response_id: str
+    parts: list[dict[str, Any]] | None, finish: str | None, usage: dict[str, Any] | None, model: str, response_id: str
 ) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"parts": parts, "role": MODEL_ROLE}}
-    if finish:
-        candidate["finishReason"] = STOP
+    # A candidate without parts (a call dropped at the token limit) has a content holding the role alone.
+    content: dict[str, Any] = {"parts": parts, "role": MODEL_ROLE} if parts else {"role": MODEL_ROLE}
+    candidate: dict[str, Any] = {"content": content}
+    if finish is not None:
+        candidate["finishReason"] = finish
     candidate["index"] = 0
     response: dict[str, Any] = {"candidates": [candidate]}
     if usage is not None:
@@ -247,12 +285,12 @@ def _response(
 def response_object(reply: ScriptedReply, model: str) -> dict[str, Any]:
     """The `GenerateContentResponse` of a scripted reply; `usageMetadata` is left out entirely without usage."""
     usage = gemini_usage(reply.usage) if reply.usage is not None else None
-    return _response(_parts(reply), True, usage, model, reply.response_id)
+    return _response(_parts(reply), STOP, usage, model, reply.response_id)
 
 
 def response_chunks(response: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The events of a stream that encodes `response`: one per part (text split in pieces), then the last one with
-    an empty text part, the finish reason and the whole usage."""
+    an empty text part, the candidate's finish reason and the whole usage."""
     candidate = response["candidates"][0]
     usage = response.get("usageMetadata")
     # Before the last event only the prompt is counted, and the total so far is that count.
@@ -267,11 +305,11 @@ def response_chunks(response: Mapping[str, Any]) -> list[dict[str, Any]]:
     )
     model, response_id = response["modelVersion"], response["responseId"]
     pieces: list[dict[str, Any]] = []
-    for part in candidate["content"]["parts"]:
+    for part in candidate.get("content", {}).get("parts", []):
         if "text" in part:
             pieces.extend({"text": piece} for piece in split_pieces(part["text"]))
         else:
             pieces.append(part)
-    chunks = [_response([piece], False, early, model, response_id) for piece in pieces]
-    chunks.append(_response([{"text": ""}], True, usage, model, response_id))
+    chunks = [_response([piece], None, early, model, response_id) for piece in pieces]
+    chunks.append(_response([{"text": ""}], candidate.get("finishReason", STOP), usage, model, response_id))
     return chunks

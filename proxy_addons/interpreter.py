@@ -378,4 +378,6 @@ def _call_fields(attempt_id: str, call: IssuedToolCall, fault: Fault | None, alt
         fields["malformed"] = True
         if altered is not None and call.call_id in altered.cut_arguments:
             fields["arguments_text"] = altered.cut_arguments[call.call_id]
+        if altered is not None and call.call_id in altered.dropped_calls:
+            fields["not_sent"] = True
     return fields
