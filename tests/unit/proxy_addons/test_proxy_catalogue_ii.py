@@ -1,5 +1,6 @@
 """Each scenario of catalogue II, as shipped, played in-process by an honest harness over the official SDKs: the
-fault is played as scripted, the step it altered is served again, and the witness says how it went."""
+fault is played as scripted, the step it altered is served again, and the witness says how it went (over google-genai:
+test_proxy_catalogue_ii_gemini.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import openai
 import pytest
 import yaml
 from conftest import REPO
+from google.genai import errors as genai_errors
 from test_proxy_sdks import PROTOCOLS, Driver, drive, execute
 
 __all__ = ["drive"]  # the fixture, shared with test_proxy_sdks
@@ -28,7 +30,8 @@ CATALOGUE_II = [
 ]
 # A quota's window shortened for a unit test: the shipped 20 s would be slept through for real.
 SHORT_WINDOW = 0.6
-LIMIT_FINISHES = {"length", "incomplete", "max_tokens"}
+LIMIT_FINISHES = {"length", "incomplete", "max_tokens", "MAX_TOKENS"}
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 
 
 def _scenario(name: str) -> dict[str, Any]:
@@ -39,8 +42,20 @@ def _scenario(name: str) -> dict[str, Any]:
     return document
 
 
+def retry_info_wait(error: genai_errors.APIError) -> float | None:
+    """The wait a Google error asks for in its `google.rpc.RetryInfo` detail (a Duration: `3s`, `0.601s`)."""
+    body = error.details if isinstance(error.details, dict) else {}
+    for detail in body.get("error", {}).get("details", []):
+        if detail.get("@type") == RETRY_INFO:
+            return float(detail["retryDelay"].removesuffix("s"))
+    return None
+
+
 def _wait(error: Exception) -> float:
-    """The wait a 429 or 5xx asks for (retry-after-ms first, as the SDKs read it), capped for a unit test."""
+    """The wait a 429 or 5xx asks for (retry-after-ms first, as the SDKs read it; Google's RetryInfo), capped for a
+    unit test."""
+    if isinstance(error, genai_errors.APIError):
+        return min(retry_info_wait(error) or 0.0, 1.0)
     headers = getattr(getattr(error, "response", None), "headers", {}) or {}
     if "retry-after-ms" in headers:
         return min(float(headers["retry-after-ms"]) / 1000, 1.0)
@@ -64,6 +79,10 @@ def play(driver: Driver, stream: bool) -> tuple[list[Any], list[str]]:
             turn = driver.turn(stream)
         except (openai.APIStatusError, anthropic.APIStatusError) as error:
             failures.append(str(error.status_code))
+            time.sleep(_wait(error))
+            continue
+        except genai_errors.APIError as error:  # an error status, or an error event inside a 200 stream
+            failures.append(str(error.code))
             time.sleep(_wait(error))
             continue
         except Exception as error:  # a 200 no SDK can read: asked again
