@@ -91,7 +91,8 @@ def args_not_run(ev: Evidence) -> list[str]:
     that ran and succeeded; and a record that hides the call altogether (no tool record, no history turn, no reply it
     kept names it).
     Applies in `tool_args_truncated` and wherever a reply cut at the token limit carried a call; where steps reach the
-    harness as text (no call id on the wire) only whether the command ran is judged.
+    harness as text (no call id on the wire), or the reply dropped the call whole (Gemini sends no call it could not
+    parse: witnessed `not_sent`), only whether the command ran is judged.
     """
     reasons = []
     records = {t.get("tool_call_id"): t for t in _dicts(ev.r.get("tool_calls"))}
@@ -110,7 +111,9 @@ def args_not_run(ev: Evidence) -> list[str]:
         if ran:
             cut = f"its arguments were cut off: {sent!r}" if sent else "its text was cut off"
             reasons.append(f"ran the truncated command of {cid}: {ran} ({cut})")
-        if by_text:
+        # A call the reply dropped whole (Gemini's MALFORMED_FUNCTION_CALL, or MAX_TOKENS) put neither id nor
+        # arguments on the wire: a record cannot show it, so there too only whether it ran is judged.
+        if by_text or call.get("not_sent"):
             continue
         record, turn, reply = records.get(cid), history.get(cid), kept_replies.get(cid)
         if record is None and turn is None and reply is None:

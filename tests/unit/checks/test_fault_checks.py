@@ -115,6 +115,21 @@ def test_a_record_that_hides_the_truncated_call_fails() -> None:
     ]
 
 
+def test_a_call_never_sent_is_judged_by_whether_it_ran_alone() -> None:
+    # Gemini drops a call it could not parse (MALFORMED_FUNCTION_CALL): no record can show what never arrived.
+    ep = load_episode("tool_args_truncated")
+    call = _malformed(ep)
+    call["not_sent"] = True
+    gone = call["tool_call_id"]
+    ep.rollout["tool_calls"] = [t for t in ep.rollout["tool_calls"] if t["tool_call_id"] != gone]
+    for m in ep.rollout["invocations"][0]["conversation"]:
+        m["tool_calls"] = [tc for tc in m.get("tool_calls", []) if tc["tool_call_id"] != gone]
+    assert ep.evaluate()["tools.args_not_run"] == (Status.PASS, [])
+    ep.markers[f"{gone}.txt"] = call["token"]
+    status, reasons = ep.evaluate()["tools.args_not_run"]
+    assert status == Status.FAIL and reasons[0].startswith(f"ran the truncated command of {gone}")
+
+
 def test_the_truncated_call_is_no_tool_call_the_other_checks_look_for() -> None:
     results = load_episode("tool_args_truncated").evaluate()
     assert {k: v for k, v in results.items() if v[0] == Status.FAIL} == {}
