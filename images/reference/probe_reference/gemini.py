@@ -4,6 +4,8 @@ or not."""
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -12,6 +14,7 @@ from google.genai import Client, errors, types
 
 from probe_reference.attempts import ObservingClient
 from probe_reference.replies import (
+    INVALID_PREFIX,
     ErrorReply,
     MalformedReply,
     ModelReply,
@@ -28,11 +31,26 @@ BASH_TOOL = types.Tool(
         types.FunctionDeclaration(name=TOOL_NAME, description=BASH_DESCRIPTION, parameters_json_schema=BASH_PARAMETERS)
     ]
 )
-# The SDK retries nothing unless told to; these are the openai and anthropic SDKs' defaults (2 retries, about half a
-# second apart), on Google's default retryable statuses (408, 429, 5xx) and on timeouts and refused connections.
-RETRIES = types.HttpRetryOptions(attempts=3, initial_delay=0.5, max_delay=8.0, exp_base=2.0, jitter=0.25)
+# google-genai's own retries wait a fixed backoff whatever the error asks for, so the dialog retries itself, as the
+# openai and anthropic SDKs do by default: 2 retries on Google's retryable statuses (408, 429, 5xx) and on failures
+# before any status, waiting what the error asks for (RetryInfo, else retry-after-ms / Retry-After, up to 60 s) or
+# else a backoff of about half a second, doubling.
+RETRIES = 2
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+BACKOFF_S, BACKOFF_MAX_S, ASKED_MAX_S = 0.5, 8.0, 60.0
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+# What Google sends for a call the model wrote that did not parse: no parts, this reason. Asked again, never run.
+MALFORMED_CALL = "MALFORMED_FUNCTION_CALL"
 
-GEMINI_FAILURES = (errors.APIError, httpx.HTTPError, MalformedReply, ErrorReply)
+# A body (or a stream event) that is not JSON reaches the caller as UnknownApiResponseError or the json module's own.
+GEMINI_FAILURES = (
+    errors.APIError,
+    errors.UnknownApiResponseError,
+    json.JSONDecodeError,
+    httpx.HTTPError,
+    MalformedReply,
+    ErrorReply,
+)
 
 
 class ObservingGeminiHttpClient(ObservingClient):
@@ -45,7 +63,6 @@ def gemini_client(log: Any, *, base_url: str | None, api_key: str, timeout_s: fl
     options = types.HttpOptions(
         base_url=base_url,
         httpx_client=ObservingGeminiHttpClient(log),
-        retry_options=RETRIES,
         timeout=None if timeout_s is None else int(timeout_s * 1000),
     )
     return Client(api_key=api_key, http_options=options)
@@ -55,9 +72,14 @@ def gemini_failure(exc: BaseException) -> ReplyFailed:
     """Name how the turn failed, with the payload retained for a 2xx attempt that yielded no reply."""
     reason = str(exc) or type(exc).__name__
     if isinstance(exc, ErrorReply):
-        return ReplyFailed(reason, exc.category, exc.payload)
-    if isinstance(exc, errors.UnknownApiResponseError | MalformedReply):
-        return ReplyFailed(reason, "invalid_response", str(exc))
+        return ReplyFailed(reason, exc.category, exc.payload, unusable=True)
+    if isinstance(exc, errors.UnknownApiResponseError | MalformedReply | json.JSONDecodeError):
+        return ReplyFailed(INVALID_PREFIX + reason, "invalid_response", str(exc), unusable=True)
+    if isinstance(exc, errors.APIError) and _from_stream(exc):
+        # An error event inside a 200 stream: google-genai raises it as an APIError of the event's code.
+        return ReplyFailed(exc.message or reason, "stream_error", exc.details, unusable=True)
+    if isinstance(exc, errors.APIError):
+        return ReplyFailed(reason, f"http_{exc.code}", exc.details)
     # Transport errors reach here only from a body being streamed (before the status line the SDK retries them);
     # an HTTP error's attempts are already recorded by the observing client.
     broken = isinstance(exc, httpx.TransportError)
@@ -69,8 +91,9 @@ class GeminiDialog:
 
     protocol: Literal["gemini"] = "gemini"
 
-    def __init__(self, client: Client, *, model: str, system_prompt: str, task: str) -> None:
+    def __init__(self, client: Client, *, model: str, system_prompt: str, task: str, log: Any = None) -> None:
         self._client = client
+        self._log = log
         self._model = model
         self._config = types.GenerateContentConfig(
             system_instruction=system_prompt,
@@ -83,6 +106,39 @@ class GeminiDialog:
         self._results: list[types.Part] | None = None
 
     def request(self, *, stream: bool) -> ModelReply:
+        retries = 0
+        while True:
+            try:
+                return self._request(stream)
+            except ReplyFailed as failed:
+                wait = self._retry_wait(failed.__cause__, retries)
+                if wait is None:
+                    raise
+                retries += 1
+                if self._log is not None:
+                    self._log.note_retry_wait(wait)
+                time.sleep(wait)
+
+    def _retry_wait(self, exc: BaseException | None, retries: int) -> float | None:
+        """The wait before retrying a failed HTTP attempt, None when it is not retried."""
+        if retries >= RETRIES or exc is None:
+            return None
+        if isinstance(exc, errors.APIError):
+            if _from_stream(exc) or exc.code not in RETRY_STATUSES:
+                return None
+        elif not (isinstance(exc, httpx.TransportError) and self._no_status()):
+            return None
+        asked = asked_wait(exc)
+        if asked is not None and 0 < asked <= ASKED_MAX_S:
+            return asked
+        return float(min(BACKOFF_S * 2**retries, BACKOFF_MAX_S) * (1 - 0.25 * random.random()))
+
+    def _no_status(self) -> bool:
+        """Whether the attempt that failed last got no status line (a refused or reset connection)."""
+        attempts = getattr(self._log, "attempts", None) or []
+        return bool(attempts) and attempts[-1].status_code is None
+
+    def _request(self, stream: bool) -> ModelReply:
         try:
             if stream:
                 chunks = self._client.models.generate_content_stream(
@@ -124,6 +180,33 @@ class GeminiDialog:
         self._client.close()
 
 
+def _from_stream(exc: errors.APIError) -> bool:
+    """Whether the error came inside a 200 body (an error event) rather than as the HTTP status."""
+    return not isinstance(exc.response, httpx.Response)
+
+
+def asked_wait(exc: BaseException) -> float | None:
+    """The wait an error asks for: Google's RetryInfo detail first (a Duration, `3s`), else retry-after-ms or
+    Retry-After (seconds) as a gateway may send; None when it asks for none."""
+    details = exc.details if isinstance(exc, errors.APIError) else None
+    error = details.get("error") if isinstance(details, dict) else None
+    for detail in (error.get("details") if isinstance(error, dict) else None) or []:
+        delay = detail.get("retryDelay") if isinstance(detail, dict) and detail.get("@type") == RETRY_INFO else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return float(delay[:-1])
+            except ValueError:
+                break
+    response = getattr(exc, "response", None)
+    headers = response.headers if isinstance(response, httpx.Response) else {}
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return float(headers[name]) / scale
+        except (KeyError, ValueError):
+            continue
+    return None
+
+
 def assemble_stream(chunks: Iterable[types.GenerateContentResponse]) -> ModelReply:
     """Fold the responses of a stream (one for a JSON reply): every part in order, the response id, the last finish
     reason and the last usage the stream carried (the earlier ones count the prompt only)."""
@@ -154,6 +237,13 @@ def assemble_stream(chunks: Iterable[types.GenerateContentResponse]) -> ModelRep
                 texts.append(part.text)
     if not seen:
         raise MalformedReply("the reply carried no response")
+    if finish == MALFORMED_CALL:
+        raise ErrorReply(
+            "the model's function call did not parse (MALFORMED_FUNCTION_CALL)", finish, "invalid_response"
+        )
+    if finish is None and not texts and not calls:
+        # A 200 with no candidate at all (an error object in its place): nothing to take as a turn.
+        raise MalformedReply("the reply has no candidates")
     text = "".join(texts)
     return ModelReply(
         response_id=response_id,

@@ -15,8 +15,8 @@ class MalformedReply(Exception):
     """The provider answered 2xx but the reply has nothing usable in it (no choices, no events)."""
 
 
-# Finish reasons that say the reply stopped at the token limit: Chat, Responses, Messages.
-TOKEN_LIMIT = frozenset({"length", "incomplete", "max_tokens"})
+# Finish reasons that say the reply stopped at the token limit: Chat, Responses, Messages, Gemini.
+TOKEN_LIMIT = frozenset({"length", "incomplete", "max_tokens", "MAX_TOKENS"})
 INVALID_PREFIX = "invalid reply (not the protocol's JSON): "
 
 

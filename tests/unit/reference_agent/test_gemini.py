@@ -150,3 +150,64 @@ def test_only_google_genai_is_loaded(tmp_path: Path) -> None:
             check=False,
         )
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"code": 0, "sdks": ["google.genai"]}, proc.stderr
+
+
+def test_a_wait_asked_in_retryinfo_is_waited_and_recorded(tmp_path: Path) -> None:
+    from proxy_addons.gemini import with_retry_info
+
+    limited = with_retry_info(RATE_LIMITED, 1.2)
+    with serve([json_reply(429, limited), reply("r1", stream=False, text="done")]) as provider:
+        code, rollout = run(provider, tmp_path)
+    assert code == 0 and provider.remaining == 0
+    first, second = rollout["model_calls"]
+    # Google's wait, not the SDK-style half-second backoff, and the record says so.
+    assert first["retry_delay_ms"] == 1200
+    assert _seconds(second["started_at"]) - _seconds(first["completed_at"]) >= 1.2
+
+
+def _seconds(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _altered(kind: str, stream: bool, text: str | None) -> Reply:
+    from proxy_addons import fault_replies
+
+    call = IssuedToolCall("fc_1", "bash", COMMAND, COMMAND["command"], "", "", 3, "")
+    scripted = ScriptedReply("rx", () if text is not None else (call,), text, Usage(11, 5, 2, 3))
+    request = ModelRequest(stream=stream, stream_usage=True, tools=(), tool_results=())
+    rendered = fault_replies.alter_reply(kind, "gemini", CODEC.render_reply(scripted, request, "probe-model", 0))
+    return Reply(body=rendered.rendered.body, content_type=rendered.rendered.content_type)
+
+
+@STREAM
+def test_an_answer_cut_at_max_tokens_is_reported_as_truncated(tmp_path: Path, stream: bool) -> None:
+    with serve([_altered("length_cut", stream, "The whole answer")]) as provider:
+        code, rollout = run(provider, tmp_path, *(["--stream"] if stream else []))
+    assert code == 1
+    assert rollout["outcome"]["failure_kind"] == "truncated" and "MAX_TOKENS" in rollout["outcome"]["failure_reason"]
+
+
+@STREAM
+@pytest.mark.parametrize("kind", ["args_truncated", "error_event", "sse_malformed"])
+def test_an_unusable_gemini_reply_is_asked_again_within_the_step(tmp_path: Path, stream: bool, kind: str) -> None:
+    with serve([_altered(kind, stream, None), reply("r2", stream=stream, text="done")]) as provider:
+        code, rollout = run(provider, tmp_path, *(["--stream"] if stream else []))
+    assert code == 0 and provider.remaining == 0 and rollout["outcome"]["final_answer"] == "done"
+    first, second = rollout["model_calls"]
+    assert first["status_code"] == 200 and first["error_category"] is not None and second["response_id"] == "r2"
+    assert rollout["steps"][0]["model_call_refs"] == [first["model_call_id"], second["model_call_id"]]
+    assert rollout["tool_calls"] == []  # the dropped call was never run
+
+
+@STREAM
+def test_an_html_page_is_asked_again_within_the_step(tmp_path: Path, stream: bool) -> None:
+    from proxy_addons import fault_not_json
+
+    page = Reply(body=fault_not_json.PAGE.encode(), content_type=fault_not_json.CONTENT_TYPE)
+    with serve([page, reply("r2", stream=stream, text="done")]) as provider:
+        code, rollout = run(provider, tmp_path, *(["--stream"] if stream else []))
+    assert code == 0 and rollout["outcome"]["final_answer"] == "done"
+    first, second = rollout["model_calls"]
+    assert (first["status_code"], first["error_category"], second["response_id"]) == (200, "invalid_response", "r2")
