@@ -68,6 +68,8 @@ def _strip_refused_indexes(copy: Path, deadline: float) -> list[str]:
     would be refused. An index is never read by the reader's table scans: leaving it out of the copy loses nothing,
     and the rest of the schema is still loaded with trusted_schema off.
     """
+    if _schema_loads(copy, deadline):
+        return []
     stripped: list[str] = []
     with closing(sqlite3.connect(copy.as_uri() + "?mode=rw", uri=True)) as conn:
         conn.execute("PRAGMA trusted_schema = OFF")
@@ -89,6 +91,21 @@ def _strip_refused_indexes(copy: Path, deadline: float) -> list[str]:
                 conn.commit()
                 conn.execute("PRAGMA writable_schema = RESET")
                 stripped.append(refused[1])
+
+
+def _schema_loads(copy: Path, deadline: float) -> bool:
+    """Whether the schema loads as the reader opens it (read-only, untrusted). A writable connection parses more:
+    OpenClaw's tables CHECK json_valid(), which SQLite refuses untrusted only where the table could be written."""
+    with closing(sqlite3.connect(copy.as_uri() + "?mode=ro", uri=True)) as conn:
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+        except sqlite3.DatabaseError as exc:
+            if _REFUSED.search(str(exc)) is None:
+                raise
+            return False
+    return True
 
 
 def _only_unused_pages(verdict: list[str]) -> bool:
