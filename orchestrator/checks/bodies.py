@@ -31,8 +31,15 @@ def _parts(content: Any) -> list[str] | None:
 
 def first_user_message(request: Any) -> list[str] | None:
     """The text parts of a request's first user message (Chat and Messages `messages`, Responses `input`, which
-    may be the message itself as a string); None when the request holds none."""
+    may be the message itself as a string, Gemini `contents`); None when the request holds none."""
     if not isinstance(request, dict):
+        return None
+    if "contents" in request and "messages" not in request and "input" not in request:
+        # Gemini: a content without a role is the user's; its text parts are the message (function responses and
+        # other parts carry none of it).
+        for c in _dicts(request.get("contents")):
+            if c.get("role", "user") == "user":
+                return _gemini_texts(c) or None
         return None
     items = request.get("messages")
     if items is None:
@@ -45,6 +52,18 @@ def first_user_message(request: Any) -> list[str] | None:
     return None
 
 
+def _gemini_texts(content: Any) -> list[str]:
+    """The text parts of a Gemini content, a thought (reasoning) part left out as the other protocols' are."""
+    parts = _dicts(content.get("parts")) if isinstance(content, dict) else []
+    return [p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought")]
+
+
+def _gemini_parts(response: dict[str, Any]) -> list[dict[str, Any]]:
+    candidates = _dicts(response.get("candidates"))
+    content = candidates[0].get("content") if candidates else None
+    return _dicts(content.get("parts")) if isinstance(content, dict) else []
+
+
 def _chat_message(response: dict[str, Any]) -> dict[str, Any]:
     choices = _dicts(response.get("choices"))
     message = choices[0].get("message") if choices else None
@@ -53,7 +72,7 @@ def _chat_message(response: dict[str, Any]) -> dict[str, Any]:
 
 def reply_text(response: Any, protocol: Any) -> str:
     """The assistant text a reply carried ("" for none): Chat's message content, Responses' output messages,
-    Messages' text blocks."""
+    Messages' text blocks, Gemini's first candidate's text parts."""
     if not isinstance(response, dict):
         return ""
     if protocol == "chat":
@@ -63,6 +82,8 @@ def reply_text(response: Any, protocol: Any) -> str:
         parts = [t for item in messages for t in _parts(item.get("content")) or []]
     elif protocol == "messages":
         parts = _parts(response.get("content"))
+    elif protocol == "gemini":
+        parts = _gemini_texts({"parts": _gemini_parts(response)})
     else:
         parts = None
     return "".join(parts or [])
@@ -79,6 +100,9 @@ def reply_call_ids(response: Any, protocol: Any) -> list[str]:
         ids = [item.get("call_id") for item in _dicts(response.get("output")) if item.get("type") == "function_call"]
     elif protocol == "messages":
         ids = [b.get("id") for b in _dicts(response.get("content")) if b.get("type") == "tool_use"]
+    elif protocol == "gemini":
+        calls = [p.get("functionCall", p.get("function_call")) for p in _gemini_parts(response)]
+        ids = [c.get("id") for c in calls if isinstance(c, dict)]
     else:
         ids = []
     return [i for i in ids if isinstance(i, str)]

@@ -153,8 +153,8 @@ def history_witness_text(ev: Evidence) -> list[str]:
     joined to its reply by the tool-call ids it holds (the reply whose body issued them); turns holding no tool
     call are joined in order with the served replies that issued none, when they are exactly as many (the model
     replies, or those with the side replies a harness may keep, such as OpenCode's summary). A turn whose tool
-    calls no reply issued (a harness's own prefill) claims no served reply and is left to the question of turns a
-    harness wrote itself. Where no turn can be joined (counts differ), or the history records no assistant turn
+    calls no reply issued (a harness's own prefill), or one marked `origin: harness`, claims no served reply and is
+    left to the question of turns a harness wrote itself (history.harness_authored). Where no turn can be joined (counts differ), or the history records no assistant turn
     while replies were served (SciCode), the text is unverifiable: not applicable, the turns named.
     """
     issued = _issued(ev)
@@ -164,7 +164,13 @@ def history_witness_text(ev: Evidence) -> list[str]:
     judged = 0
     unjoined: list[str] = []
     for inv in invs:
-        turns = [(n, m) for n, m in enumerate(inv["conversation"]) if _role(m) == "assistant"]
+        # A turn marked origin: harness claims no served reply; whether the provider served it after all is
+        # history.harness_authored's question.
+        turns = [
+            (n, m)
+            for n, m in enumerate(inv["conversation"])
+            if _role(m) == "assistant" and not (isinstance(m, dict) and m.get("origin") == "harness")
+        ]
         text_only: list[tuple[int, dict[str, Any]]] = []
         for n, m in turns:
             calls = m.get("tool_calls")
@@ -182,6 +188,13 @@ def history_witness_text(ev: Evidence) -> list[str]:
             reasons += _compare(inv, n, m, next(iter(replies.values())))
         served = [a for a in owned[id(inv)] if _served(a) and not reply_call_ids(a.get("response"), a.get("protocol"))]
         model = [a for a in served if a.get("kind") == "model"]
+        if text_only and len(text_only) != len(model):
+            # Turns saying what no served reply said, unmarked, are the harness's own (history.harness_authored's
+            # finding); when leaving them out makes the turns exactly as many as the model replies, the rest join.
+            said = {reply_text(a.get("response"), a.get("protocol")) for a in served}
+            rest = [(n, m) for n, m in text_only if _text(m) in said]
+            if len(rest) == len(model) < len(text_only):
+                text_only = rest
         pairs = model if len(model) == len(text_only) else served if len(served) == len(text_only) else None
         if pairs is None:
             if text_only:
@@ -210,10 +223,14 @@ def history_witness_text(ev: Evidence) -> list[str]:
     return []
 
 
+def _text(m: dict[str, Any]) -> str:
+    content = m.get("content")
+    return "" if content is None else text_of(content)
+
+
 def _compare(inv: dict[str, Any], n: int, m: dict[str, Any], a: Attempt) -> list[str]:
     # Replies are never withheld from the witness (only requests and tool outputs are, past its budget).
-    content = m.get("content")
-    recorded = "" if content is None else text_of(content)
+    recorded = _text(m)
     sent = reply_text(a.get("response"), a.get("protocol"))
     if recorded == sent:
         return []

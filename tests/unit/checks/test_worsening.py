@@ -297,6 +297,10 @@ KNOWN_GAPS = {
     "native:gemini-cli/parallel_tools_otel_lost": "tokens.match: a success recorded without an id beside successes "
     "with ids fails it (compared with nothing); given an invented id that joins no reply, it is compared with nothing "
     "all the same and the check passes (attempts.multiset still fails it)",
+    "native:kilo/stream_cut": "steps.witness_times: Kilo keeps no response ids and records 2 successes where the wire "
+    "carried 3, so no step can be placed on the wire (fail); a third success invented outside every step makes the "
+    "order join's numbers agree, every real step is placed, and the check passes (calls.witness_times, blocked by "
+    "calls.timing here, is what would find the invented call's times fitting no reply)",
 }
 
 
