@@ -131,7 +131,7 @@ def test_the_golden_ids_are_the_ones_pytest_collects() -> None:
 
 
 def test_the_budget_projects_goldens_by_harnesses_and_scenarios() -> None:
-    from tests.bench.ci_budget import project
+    from tests.bench.ci_budget import GROWTH, project
 
     record = {
         "phases": [
@@ -143,9 +143,17 @@ def test_the_budget_projects_goldens_by_harnesses_and_scenarios() -> None:
     }
     (_, now), (_, every), (_, one) = project(record)
     assert now == 390
-    grown_rest = 30 + 120 * 20 / 12
-    assert every == pytest.approx(grown_rest + 120 * 17 * 20 / 12)
-    assert one == pytest.approx(grown_rest + 120 * 20 / 12)
+    # Today's growth: none still to come, so a record of two goldens is scaled to every harness (17), and one
+    # harness's golden costs its average.
+    assert every == pytest.approx(150 + 120 * 17)
+    assert one == pytest.approx(150 + 120)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(GROWTH, "harnesses", (10, 17))
+        mp.setitem(GROWTH, "scenarios", (12, 20))
+        (_, now), (_, every), (_, one) = project(record)
+        grown_rest = 30 + 120 * 20 / 12
+        assert every == pytest.approx(grown_rest + 120 * 10 * 17 / 10 * 20 / 12)
+        assert one == pytest.approx(grown_rest + 120 * 20 / 12)
 
 
 def test_the_closing_count_sums_every_phase_and_an_unreadable_file_is_a_failure(tmp_path: Path) -> None:
