@@ -223,7 +223,7 @@ def history_witness_text(ev: Evidence) -> list[str]:
     return []
 
 
-def _text(m: dict[str, Any]) -> str:
+def _text(m: dict[str, Any]) -> str | None:
     content = m.get("content")
     return "" if content is None else text_of(content)
 

@@ -166,6 +166,9 @@ class GeminiDialog:
         self.contents.append(types.Content(role="model", parts=parts))
         self._results = None
 
+    def add_own_turn(self, content: str) -> None:
+        self.contents.append(types.Content(role="model", parts=[types.Part(text=content)]))
+
     def add_tool_result(self, call: RequestedToolCall, output: str) -> None:
         # `output` is the API's key for a function's output: the model reads exactly this text.
         response = types.FunctionResponse(id=call.tool_call_id, name=call.tool_name, response={"output": output})
