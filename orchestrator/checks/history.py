@@ -154,8 +154,10 @@ def history_witness_text(ev: Evidence) -> list[str]:
     call are joined in order with the served replies that issued none, when they are exactly as many (the model
     replies, or those with the side replies a harness may keep, such as OpenCode's summary). A turn whose tool
     calls no reply issued (a harness's own prefill), or one marked `origin: harness`, claims no served reply and is
-    left to the question of turns a harness wrote itself (history.harness_authored). Where no turn can be joined (counts differ), or the history records no assistant turn
-    while replies were served (SciCode), the text is unverifiable: not applicable, the turns named.
+    left to the question of turns a harness wrote itself (history.harness_authored), as is an unmarked turn saying
+    what no reply said where leaving it out makes the turns as many as the model replies. Where no turn can be
+    joined (counts differ), or the history records no assistant turn while replies were served (SciCode), the text
+    is unverifiable: not applicable, the turns named.
     """
     issued = _issued(ev)
     invs = _invocations(ev)
