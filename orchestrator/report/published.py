@@ -25,10 +25,14 @@ class EvidenceError(ValueError):
 
 
 def _files(root: Path) -> list[str]:
-    """Every regular file below `root` as a relative POSIX path, sorted; links and special files are not evidence."""
+    """Every regular file below `root` as a relative POSIX path, and every empty folder with a trailing slash,
+    sorted; links and special files are not evidence. An empty folder is: a harness that made its session folder
+    and wrote nothing in it is normalized (and named) otherwise than one that made none."""
     found: list[str] = []
     for top, dirs, files in os.walk(root, followlinks=False):
         dirs.sort()
+        if not dirs and not files and top != str(root):
+            found.append(Path(os.path.relpath(top, root)).as_posix() + "/")
         for name in sorted(files):
             path = os.path.join(top, name)
             if stat.S_ISREG(os.lstat(path).st_mode):
@@ -49,6 +53,11 @@ def pack_evidence(run_dir: Path, harness: str) -> bytes:
         base = run_dir / harness
         for scenario in sorted(p.name for p in base.iterdir() if p.is_dir() and not p.is_symlink()):
             for rel in _files(base / scenario):
+                if rel.endswith("/"):
+                    folder = tarfile.TarInfo(f"{harness}/{scenario}/{rel.rstrip('/')}")
+                    folder.type, folder.mode, folder.mtime = tarfile.DIRTYPE, 0o755, 0
+                    tar.addfile(folder)
+                    continue
                 flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
                 fd = os.open(base / scenario / rel, flags)
                 with os.fdopen(fd, "rb") as f:
@@ -79,9 +88,7 @@ def unpack_evidence(archive: Path, dest: Path) -> int:
     with tarfile.open(archive, mode="r:gz") as tar:
         for member in tar:
             parts = _plain_parts(member.name)
-            if member.isdir():
-                continue
-            if not member.isfile():
+            if not member.isfile() and not member.isdir():
                 raise EvidenceError(f"archive member {member.name!r} is not a regular file")
             count += 1
             written += member.size
@@ -90,13 +97,15 @@ def unpack_evidence(archive: Path, dest: Path) -> int:
                     f"{archive} unpacks past its caps ({MAX_MEMBERS:,} files, {MAX_UNPACKED_BYTES:,} bytes)"
                 )
             folder = dest
-            for part in parts[:-1]:
+            for part in parts if member.isdir() else parts[:-1]:
                 folder = folder / part
                 try:
                     folder.mkdir()
                 except FileExistsError:
                     if not stat.S_ISDIR(os.lstat(folder).st_mode):
                         raise EvidenceError(f"archive member {member.name!r} passes through a file") from None
+            if member.isdir():
+                continue  # an empty folder of the evidence: made above
             src = tar.extractfile(member)
             assert src is not None  # a regular file's member always has its bytes
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)

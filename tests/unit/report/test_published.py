@@ -53,6 +53,18 @@ def test_packing_is_reproducible_and_unpacks_to_the_same_tree(tmp_path: Path) ->
     assert _tree(tmp_path / "back") == _tree(run)
 
 
+def test_an_empty_folder_of_the_evidence_is_kept(tmp_path: Path) -> None:
+    # Pi's session folder, made and left empty when it was killed before its first turn: its normalizer names the
+    # missing session file there, and an archive without the folder made it say the rollout was missing instead.
+    run = tmp_path / "run"
+    shutil.copytree(EPISODE, run / "reference" / "tool_success")
+    (run / "reference" / "tool_success" / "native" / "sessions").mkdir(parents=True)
+    (tmp_path / ARCHIVE).write_bytes(pack_evidence(run, "reference"))
+    unpack_evidence(tmp_path / ARCHIVE, tmp_path / "back")
+    assert (tmp_path / "back" / "reference" / "tool_success" / "native" / "sessions").is_dir()
+    assert _tree(tmp_path / "back") == _tree(run)
+
+
 def _archive(path: Path, *members: tarfile.TarInfo) -> Path:
     with tarfile.open(path, "w:gz") as tar:
         for m in members:
