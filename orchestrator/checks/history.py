@@ -154,8 +154,9 @@ def history_witness_text(ev: Evidence) -> list[str]:
     call are joined in order with the served replies that issued none, when they are exactly as many (the model
     replies, or those with the side replies a harness may keep, such as OpenCode's summary). A turn whose tool
     calls no reply issued (a harness's own prefill), or one marked `origin: harness`, claims no served reply and is
-    left to the question of turns a harness wrote itself (history.harness_authored). Where no turn can be joined (counts differ), or the history records no assistant turn
-    while replies were served (SciCode), the text is unverifiable: not applicable, the turns named.
+    left to the question of turns a harness wrote itself (history.harness_authored). Where no turn can be joined
+    (counts differ), or the history records no assistant turn while replies were served (SciCode), the text is
+    unverifiable: not applicable, the turns named.
     """
     issued = _issued(ev)
     invs = _invocations(ev)
@@ -223,7 +224,8 @@ def history_witness_text(ev: Evidence) -> list[str]:
     return []
 
 
-def _text(m: dict[str, Any]) -> str:
+def _text(m: dict[str, Any]) -> str | None:
+    """The turn's text: "" for no content, None for content that is not text."""
     content = m.get("content")
     return "" if content is None else text_of(content)
 
