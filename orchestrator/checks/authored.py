@@ -46,8 +46,17 @@ def _text(content: Any) -> str:
     return "".join(t for t in texts if isinstance(t, str)).strip()
 
 
+def _gemini_turn(content: dict[str, Any]) -> Turn:
+    """A Gemini `model` content: its function calls' ids (either spelling) and its text parts (thoughts apart)."""
+    parts = _dicts(content.get("parts"))
+    calls = [p.get("functionCall", p.get("function_call")) for p in parts]
+    ids = [c.get("id") for c in calls if isinstance(c, dict)]
+    texts = [p.get("text") for p in parts if not p.get("thought")]
+    return Turn(tuple(i for i in ids if isinstance(i, str)), "".join(t for t in texts if isinstance(t, str)).strip())
+
+
 def wire_turns(request: Any) -> Iterator[Turn]:
-    """The assistant turns in a request's history, in any of the three protocols."""
+    """The assistant turns in a request's history, in any of the four protocols."""
     if not isinstance(request, dict):
         return
     for m in _dicts(request.get("messages")):  # Chat Completions and Messages
@@ -61,6 +70,9 @@ def wire_turns(request: Any) -> Iterator[Turn]:
             yield Turn((item["call_id"],), "")
         elif item.get("role") == "assistant" and item.get("type", "message") == "message":
             yield Turn((), _text(item.get("content")))
+    for content in _dicts(request.get("contents")):  # Gemini
+        if content.get("role") == "model":
+            yield _gemini_turn(content)
 
 
 def _strings(value: Any, out: set[str]) -> None:

@@ -226,6 +226,7 @@ def history_witness_text(ev: Evidence) -> list[str]:
 
 
 def _text(m: dict[str, Any]) -> str | None:
+    """The turn's text: "" for no content, None for content that is not text."""
     content = m.get("content")
     return "" if content is None else text_of(content)
 

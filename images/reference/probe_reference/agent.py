@@ -7,20 +7,16 @@ import traceback
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from probe_reference.compaction import context_window, due
+from probe_reference.compaction import Compactable, context_window, due
 from probe_reference.dialogs import ConfigError, open_dialog
 from probe_reference.interrupts import Terminated, in_worker, shielded
 from probe_reference.modes import MODES, Mode
 from probe_reference.progress import say
-from probe_reference.replies import TOKEN_LIMIT, Dialog, ModelReply, ReplyFailed
+from probe_reference.replies import ASK_AGAIN, TOKEN_LIMIT, Dialog, ModelReply, ReplyFailed
 from probe_reference.rollout import ProtocolName, write_atomic
 from probe_reference.session import Session
 from probe_reference.tools import execute
-
-if TYPE_CHECKING:
-    from probe_reference.chat import ChatDialog
 
 SYSTEM_PROMPT = (
     "You are a careful assistant working in a Linux shell. Use the `bash` tool to run commands when the task "
@@ -125,7 +121,7 @@ def _http_failure(session: Session) -> bool:
     return status is not None and (status == 429 or status >= 500)
 
 
-def _compact(dialog: ChatDialog, session: Session, step_no: int, prompt: int | None, window: int | None) -> bool:
+def _compact(dialog: Compactable, session: Session, step_no: int, prompt: int | None, window: int | None) -> bool:
     """Summarize the older history before this step's policy call; False when the summary call failed."""
     say(f"step {step_no}: prompt of {prompt} tokens in a {window}-token window: compacting the history")
     first = len(session.attempts.attempts)
@@ -145,13 +141,17 @@ def _compact(dialog: ChatDialog, session: Session, step_no: int, prompt: int | N
     return True
 
 
-def _chat_dialog(dialog: Dialog) -> ChatDialog | None:
-    """The dialog when it is Chat's, the one that compacts (its module, and the openai SDK, are loaded then)."""
-    if dialog.protocol != "chat":
-        return None
-    from probe_reference.chat import ChatDialog
+def _compacting_dialog(dialog: Dialog) -> Compactable | None:
+    """The dialog when it is one that compacts, Chat's or Gemini's (its module, and its SDK, are loaded then)."""
+    if dialog.protocol == "chat":
+        from probe_reference.chat import ChatDialog
 
-    return dialog if isinstance(dialog, ChatDialog) else None
+        return dialog if isinstance(dialog, ChatDialog) else None
+    if dialog.protocol == "gemini":
+        from probe_reference.gemini import GeminiDialog
+
+        return dialog if isinstance(dialog, GeminiDialog) else None
+    return None
 
 
 def _drive(config: Config, mode: Mode, session: Session) -> int:
@@ -180,8 +180,8 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
     if mode.own_turn is not None:
         dialog.add_own_turn(mode.own_turn)
         session.add_own_turn(mode.own_turn, marked=mode.own_turn_marked)
-    # The window is asked for once the first reply reported its prompt size (Chat only: the dialog that compacts).
-    chat = _chat_dialog(dialog)
+    # The window is asked for once the first reply reported its prompt size (Chat and Gemini: the dialogs that compact).
+    compacting = _compacting_dialog(dialog)
     window: int | None = None
     window_asked = False
     last_prompt: int | None = None
@@ -189,13 +189,13 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
     try:
         for step_no in range(1, config.max_steps + 1):
             session.begin_step(step_no)
-            if chat is not None and last_prompt is not None:
+            if compacting is not None and last_prompt is not None:
                 if not window_asked:
                     window_asked = True
-                    lookup = partial(context_window, chat.base_url, config.model, config.api_key, config.timeout_s)
-                    window = in_worker(lookup, name="models-lookup")
-                compacted_ok = not (due(last_prompt, window) and chat.compactable()) or _compact(
-                    chat, session, step_no, last_prompt, window
+                    where = compacting.model_lookup(config.model, config.api_key)
+                    window = in_worker(partial(context_window, where, config.timeout_s), name="models-lookup")
+                compacted_ok = not (due(last_prompt, window) and compacting.compactable()) or _compact(
+                    compacting, session, step_no, last_prompt, window
                 )
                 if not compacted_ok:
                     return EXIT_FAILED
@@ -214,6 +214,11 @@ def _drive(config: Config, mode: Mode, session: Session) -> int:
             last_prompt = reply.tokens["prompt"]
             session.add_reply(reply)
             dialog.add_reply(reply)
+            if not reply.tool_calls and reply.finish_reason in ASK_AGAIN:
+                # A whole reply with no turn in it (Gemini's call that did not parse, dropped whole): recorded as the
+                # reply it was, nothing run, and the model asked again in the next step.
+                say(f"step {step_no}: the reply held no turn (finish reason {reply.finish_reason}); asking again")
+                continue
             if not reply.tool_calls and reply.finish_reason in TOKEN_LIMIT:
                 # The answer stopped at the token limit: reported as such, never as a completed answer.
                 why = f"the reply ended at the token limit (finish reason {reply.finish_reason}) before its answer did"

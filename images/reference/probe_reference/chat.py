@@ -112,9 +112,9 @@ class ChatDialog:
     def add_tool_result(self, call: RequestedToolCall, output: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.tool_call_id, "content": output})
 
-    @property
-    def base_url(self) -> str:
-        return str(self._client.base_url)
+    def model_lookup(self, model: str, api_key: str | None) -> tuple[str, dict[str, str]]:
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        return f"{str(self._client.base_url).rstrip('/')}/models/{model}", headers
 
     def compactable(self) -> bool:
         return self._last_assistant() > 2

@@ -16,7 +16,8 @@ SUMMARY_REQUEST = (
     "printed. Reply with the summary only."
 )
 SUMMARY_PREFIX = "Summary of the earlier conversation (compacted): "
-_WINDOW_FIELDS = ("context_window", "context_length", "max_model_len", "max_input_tokens")
+# The window under the names providers give it: OpenAI-compatible servers, Anthropic, Gemini (`Model.inputTokenLimit`).
+_WINDOW_FIELDS = ("context_window", "context_length", "max_model_len", "max_input_tokens", "inputTokenLimit")
 
 
 class Compactable(Protocol):
@@ -34,15 +35,19 @@ class Compactable(Protocol):
         """Keep the system prompt, the task and the last exchange; put the summary in place of the rest."""
         ...
 
+    def model_lookup(self, model: str, api_key: str | None) -> tuple[str, dict[str, str]]:
+        """The URL and headers of the provider's description of `model` (where its window is)."""
+        ...
 
-def context_window(base_url: str, model: str, api_key: str | None, timeout_s: float | None) -> int | None:
-    """The window the provider reports for `model`, or None when it reports none.
+
+def context_window(lookup: tuple[str, dict[str, str]], timeout_s: float | None) -> int | None:
+    """The window the provider reports at `lookup` (a Compactable's model_lookup), or None when it reports none.
 
     Asked outside the SDK's observed client on purpose: a models lookup is not a model call.
     """
-    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    url, headers = lookup
     try:
-        response = httpx.get(f"{base_url.rstrip('/')}/models/{model}", headers=headers, timeout=timeout_s or 10)
+        response = httpx.get(url, headers=headers, timeout=timeout_s or 10)
         body = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError) as exc:
         say(f"context window unknown: {type(exc).__name__}: {exc}")

@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import httpx
 from google.genai import Client, errors, types
 
 from probe_reference.attempts import ObservingClient
+from probe_reference.compaction import SUMMARY_PREFIX, SUMMARY_REQUEST
 from probe_reference.replies import (
+    ASK_AGAIN,
     INVALID_PREFIX,
     ErrorReply,
     MalformedReply,
@@ -39,8 +41,8 @@ RETRIES = 2
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 BACKOFF_S, BACKOFF_MAX_S, ASKED_MAX_S = 0.5, 8.0, 60.0
 RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
-# What Google sends for a call the model wrote that did not parse: no parts, this reason. Asked again, never run.
-MALFORMED_CALL = "MALFORMED_FUNCTION_CALL"
+# Where the SDK sends without a base URL; the model's description (its window, `inputTokenLimit`) is under v1beta.
+GOOGLE_API = "https://generativelanguage.googleapis.com"
 
 # A body (or a stream event) that is not JSON reaches the caller as UnknownApiResponseError or the json module's own.
 GEMINI_FAILURES = (
@@ -66,6 +68,13 @@ def gemini_client(log: Any, *, base_url: str | None, api_key: str, timeout_s: fl
         timeout=None if timeout_s is None else int(timeout_s * 1000),
     )
     return Client(api_key=api_key, http_options=options)
+
+
+def base_url(client: Client) -> str:
+    """The root the client sends to (the SDK's default when none was given)."""
+    options = getattr(getattr(client, "_api_client", None), "_http_options", None)
+    url = getattr(options, "base_url", None)
+    return url if isinstance(url, str) and url else GOOGLE_API
 
 
 def gemini_failure(exc: BaseException) -> ReplyFailed:
@@ -95,6 +104,11 @@ class GeminiDialog:
         self._client = client
         self._log = log
         self._model = model
+        # A summary is asked for without tools: a side request without tools is what providers see as compaction.
+        self._summary_config = types.GenerateContentConfig(
+            system_instruction=system_prompt,
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        )
         self._config = types.GenerateContentConfig(
             system_instruction=system_prompt,
             tools=[BASH_TOOL],
@@ -106,10 +120,13 @@ class GeminiDialog:
         self._results: list[types.Part] | None = None
 
     def request(self, *, stream: bool) -> ModelReply:
+        return self._retrying(lambda: self._request(stream))
+
+    def _retrying(self, ask: Callable[[], ModelReply]) -> ModelReply:
         retries = 0
         while True:
             try:
-                return self._request(stream)
+                return ask()
             except ReplyFailed as failed:
                 wait = self._retry_wait(failed.__cause__, retries)
                 if wait is None:
@@ -152,6 +169,39 @@ class GeminiDialog:
         except GEMINI_FAILURES as exc:
             raise gemini_failure(exc) from exc
 
+    def model_lookup(self, model: str, api_key: str | None) -> tuple[str, dict[str, str]]:
+        headers = {"x-goog-api-key": api_key} if api_key else {}
+        return f"{base_url(self._client).rstrip('/')}/v1beta/models/{model}", headers
+
+    def compactable(self) -> bool:
+        return self._last_model() > 1
+
+    def summarize(self) -> ModelReply:
+        contents = [*self.contents, types.Content(role="user", parts=[types.Part(text=SUMMARY_REQUEST)])]
+
+        def ask() -> ModelReply:
+            try:
+                response = self._client.models.generate_content(
+                    model=self._model, contents=contents, config=self._summary_config
+                )
+                return assemble_stream([response])
+            except GEMINI_FAILURES as exc:
+                raise gemini_failure(exc) from exc
+
+        return self._retrying(ask)
+
+    def replace_older(self, summary: str) -> None:
+        # The task first, then the summary in place of every turn before the last model turn and its results.
+        last = self._last_model()
+        self.contents[1:last] = [types.Content(role="user", parts=[types.Part(text=SUMMARY_PREFIX + summary)])]
+
+    def _last_model(self) -> int:
+        return max((n for n, c in enumerate(self.contents) if c.role == "model"), default=-1)
+
+    def add_own_turn(self, content: str) -> None:
+        self.contents.append(types.Content(role="model", parts=[types.Part(text=content)]))
+        self._results = None
+
     def add_reply(self, reply: ModelReply) -> None:
         parts: list[types.Part] = []
         if reply.content:
@@ -163,11 +213,11 @@ class GeminiDialog:
             parts.append(
                 types.Part(function_call=types.FunctionCall(id=call.tool_call_id, name=call.tool_name, args=args))
             )
-        self.contents.append(types.Content(role="model", parts=parts))
+        if parts:
+            # A reply with nothing in it (a call that did not parse, dropped whole) is no turn to send back: the API
+            # refuses a content without parts.
+            self.contents.append(types.Content(role="model", parts=parts))
         self._results = None
-
-    def add_own_turn(self, content: str) -> None:
-        self.contents.append(types.Content(role="model", parts=[types.Part(text=content)]))
 
     def add_tool_result(self, call: RequestedToolCall, output: str) -> None:
         # `output` is the API's key for a function's output: the model reads exactly this text.
@@ -240,10 +290,6 @@ def assemble_stream(chunks: Iterable[types.GenerateContentResponse]) -> ModelRep
                 texts.append(part.text)
     if not seen:
         raise MalformedReply("the reply carried no response")
-    if finish == MALFORMED_CALL:
-        raise ErrorReply(
-            "the model's function call did not parse (MALFORMED_FUNCTION_CALL)", finish, "invalid_response"
-        )
     if finish is None and not texts and not calls:
         # A 200 with no candidate at all (an error object in its place): nothing to take as a turn.
         raise MalformedReply("the reply has no candidates")
@@ -251,7 +297,8 @@ def assemble_stream(chunks: Iterable[types.GenerateContentResponse]) -> ModelRep
     return ModelReply(
         response_id=response_id,
         finish_reason=finish,
-        content=text if text or not calls else None,
+        # No text is no answer where the reply held calls, or a call that did not parse (nothing to answer with).
+        content=text if text or not (calls or finish in ASK_AGAIN) else None,
         tool_calls=tuple(calls),
         tokens=token_stats(usage),
     )

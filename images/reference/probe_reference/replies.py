@@ -17,6 +17,9 @@ class MalformedReply(Exception):
 
 # Finish reasons that say the reply stopped at the token limit: Chat, Responses, Messages, Gemini.
 TOKEN_LIMIT = frozenset({"length", "incomplete", "max_tokens", "MAX_TOKENS"})
+# Finish reasons of a whole reply that holds no turn to act on, asked again in the next step: Gemini's for a call the
+# model wrote that did not parse (the API sends an empty candidate, the call dropped whole; Gemini CLI retries it).
+ASK_AGAIN = frozenset({"MALFORMED_FUNCTION_CALL"})
 INVALID_PREFIX = "invalid reply (not the protocol's JSON): "
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from orchestrator.checks import Status
+from orchestrator.checks.authored import Turn, wire_turns
 from orchestrator.checks.compaction import witnessed_compactions
 from orchestrator.checks.continuation import result_ids
 from orchestrator.checks.evidence import Witness
@@ -19,8 +20,20 @@ from tests.unit.checks.conftest import FIXTURES, Episode, dependents, load_episo
 from tests.unit.checks.test_lies_accuracy import lie_step_moved_to_sub_agent
 from tests.unit.checks.test_negative_controls import CONTROLS
 
+
+def m_args_not_run(ep: Episode) -> None:
+    # Gemini drops a call that did not parse whole (MALFORMED_FUNCTION_CALL, witnessed not_sent): there are no cut
+    # arguments a record could repair, only whether the command ran is judged. The lie: a harness that guessed the
+    # call and ran it anyway, its marker left in the sandbox.
+    (dropped,) = [c for c in ep.witness if c["event"] == "tool_call" and c.get("malformed")]
+    assert dropped.get("not_sent") and "arguments_text" not in dropped
+    ep.markers[f"{dropped['tool_call_id']}.txt"] = dropped["token"]
+
+
+# The controls whose mutation cannot apply to Gemini's form of the fault, and the one used there instead.
+ON_GEMINI = {"tools.args_not_run": m_args_not_run}
 GEMINI = sorted(p.name for p in FIXTURES.iterdir() if p.name.startswith("gemini_"))
-TWINS = [(c, f"gemini_{f}", m) for c, f, m in CONTROLS if f"gemini_{f}" in GEMINI]
+TWINS = [(c, f"gemini_{f}", ON_GEMINI.get(c, m)) for c, f, m in CONTROLS if f"gemini_{f}" in GEMINI]
 
 
 def test_the_gemini_fixtures_are_gemini() -> None:
@@ -91,3 +104,27 @@ def test_a_gemini_history_that_drops_a_seen_result_is_witnessed_as_compaction() 
     # in the last request, so it was never seen before it).
     (found,) = witnessed_compactions(Witness(witness))
     assert found.attempt is models[-1] and found.dropped == tuple(models[0]["tool_call_ids"])
+
+
+def test_the_model_turns_of_a_gemini_request_are_read_as_assistant_turns() -> None:
+    request = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "task"}]},
+            {"role": "model", "parts": [{"text": " I will run it. "}, {"text": "hidden", "thought": True}]},
+            {"role": "model", "parts": [{"functionCall": {"id": "a", "name": "bash", "args": {}}}]},
+            {"role": "model", "parts": [{"function_call": {"id": "b", "name": "bash", "args": {}}}]},
+        ]
+    }
+    assert list(wire_turns(request)) == [Turn((), "I will run it."), Turn(("a",), ""), Turn(("b",), "")]
+
+
+def test_an_own_model_turn_on_gemini_recorded_as_the_models_fails_harness_authored() -> None:
+    # The reference's own_turn sends its own `model` content ahead of the first call: only reading Gemini's
+    # contents finds it on the wire.
+    honest = load_episode("gemini_tool_success_own_turn")
+    assert honest.evaluate()["history.harness_authored"] == (Status.PASS, [])
+    ep = honest.copy()
+    for m in ep.rollout["invocations"][0]["conversation"]:
+        m.pop("origin", None)
+    status, reasons = ep.evaluate()["history.harness_authored"]
+    assert status == Status.FAIL and "not marked origin: harness" in reasons[0], reasons

@@ -190,7 +190,26 @@ def test_an_answer_cut_at_max_tokens_is_reported_as_truncated(tmp_path: Path, st
 
 
 @STREAM
-@pytest.mark.parametrize("kind", ["args_truncated", "error_event", "sse_malformed"])
+def test_a_call_that_did_not_parse_is_recorded_as_its_reply_and_asked_again_next_step(
+    tmp_path: Path, stream: bool
+) -> None:
+    # MALFORMED_FUNCTION_CALL is a whole reply (its id, its usage) with the call dropped: the proxy witnesses it as a
+    # reply, so a record of it as a failed attempt retried within its step would join to nothing on the wire.
+    with serve([_altered("args_truncated", stream, None), reply("r2", stream=stream, text="done")]) as provider:
+        code, rollout = run(provider, tmp_path, *(["--stream"] if stream else []))
+    assert code == 0 and provider.remaining == 0 and rollout["outcome"]["final_answer"] == "done"
+    first, second = rollout["model_calls"]
+    assert (first["status_code"], first["error_category"], first["response_id"]) == (200, None, "rx")
+    assert first["finish_reason"] == "MALFORMED_FUNCTION_CALL" and first["token_stats"]["prompt"] == 11
+    assert [s["model_call_refs"] for s in rollout["steps"]] == [[first["model_call_id"]], [second["model_call_id"]]]
+    assert rollout["tool_calls"] == []  # the dropped call was never run
+    # The empty turn is not sent back (the API refuses a content without parts): the same history is asked again.
+    assert provider.received[1].body["contents"] == provider.received[0].body["contents"]
+    assert rollout["invocations"][0]["conversation"][2] == {"role": "assistant", "content": None}
+
+
+@STREAM
+@pytest.mark.parametrize("kind", ["error_event", "sse_malformed"])
 def test_an_unusable_gemini_reply_is_asked_again_within_the_step(tmp_path: Path, stream: bool, kind: str) -> None:
     with serve([_altered(kind, stream, None), reply("r2", stream=stream, text="done")]) as provider:
         code, rollout = run(provider, tmp_path, *(["--stream"] if stream else []))
@@ -211,3 +230,52 @@ def test_an_html_page_is_asked_again_within_the_step(tmp_path: Path, stream: boo
     assert code == 0 and rollout["outcome"]["final_answer"] == "done"
     first, second = rollout["model_calls"]
     assert (first["status_code"], first["error_category"], second["response_id"]) == (200, "invalid_response", "r2")
+
+
+WINDOW = 1000
+
+
+def test_near_the_window_it_summarizes_without_tools_and_records_the_compaction(tmp_path: Path) -> None:
+    near = Usage(prompt=950, completion=5, reasoning=0, cached=0)
+    script = [
+        reply("r1", stream=False, usage=near),
+        reply("r2", stream=False, usage=near),
+        reply(
+            "r-sum", stream=False, text="ran printf twice", usage=Usage(prompt=40, completion=4, reasoning=0, cached=0)
+        ),
+        reply("r3", stream=False, text="done", usage=near),
+    ]
+    with serve(script) as provider:
+        provider.models["probe-model"] = {"name": "models/probe-model", "inputTokenLimit": WINDOW}
+        code, rollout = run(provider, tmp_path)
+    assert code == 0 and provider.remaining == 0 and provider.violations == []
+    summary_request = provider.received[2].body
+    assert "tools" not in summary_request
+    assert summary_request["contents"][-1]["parts"][0]["text"].startswith("Summarize")
+    # After the summary: the task, the summary in place of the first exchange, then the last exchange.
+    after = provider.received[3].body["contents"]
+    assert [c["role"] for c in after] == ["user", "user", "model", "user"]
+    assert after[1]["parts"][0]["text"].endswith("ran printf twice")
+    assert "functionResponse" in after[3]["parts"][0]
+    [compaction] = rollout["compactions"]
+    assert compaction["step_no"] == 3 and compaction["model_call_refs"] == ["mc-3"]
+    assert [s["model_call_refs"] for s in rollout["steps"]] == [["mc-1"], ["mc-2"], ["mc-4"]]
+
+
+def test_without_a_known_window_it_never_compacts(tmp_path: Path) -> None:
+    near = Usage(prompt=950, completion=5, reasoning=0, cached=0)
+    script = [reply("r1", stream=False, usage=near), reply("r2", stream=False, text="done", usage=near)]
+    with serve(script) as provider:
+        code, rollout = run(provider, tmp_path)
+    assert code == 0 and provider.remaining == 0 and "compactions" not in rollout
+
+
+def test_own_turn_is_sent_as_a_model_turn_and_recorded_as_its_own(tmp_path: Path) -> None:
+    from probe_reference.modes import OWN_TURN
+
+    with serve([reply("r1", stream=False, text="done")]) as provider:
+        code, rollout = run(provider, tmp_path, "--mode", "own_turn")
+    assert code == 0
+    assert provider.received[0].body["contents"][1] == {"role": "model", "parts": [{"text": OWN_TURN}]}
+    own = rollout["invocations"][0]["conversation"][2]
+    assert own == {"role": "assistant", "content": OWN_TURN, "origin": "harness"}
