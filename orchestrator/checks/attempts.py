@@ -213,14 +213,31 @@ def errors_payload_retained(ev: Evidence) -> list[str]:
             continue
         kept = candidates[k].get("error")
         message = _message(a.get("response"))
-        text = kept if isinstance(kept, str) else json.dumps(kept)
         if kept is None:
             reasons.append(f"{candidates[k].get('model_call_id')} (HTTP {status}): error payload not retained")
-        elif message is not None and message not in text:
+        elif message is not None and not _holds(kept, message):
             reasons.append(
                 f"{candidates[k].get('model_call_id')} (HTTP {status}): payload lacks the message {message!r}"
             )
     return reasons
+
+
+def _holds(kept: Any, message: str) -> bool:
+    """Whether a recorded payload holds the message: in one of its texts, or in the JSON text it keeps (where a
+    newline or a non-ASCII letter of the message is escaped: Google's quota message spans lines)."""
+    escaped = json.dumps(message)[1:-1]
+    texts = [kept] if isinstance(kept, str) else [*_texts(kept), json.dumps(kept)]
+    return any(message in t or escaped in t for t in texts)
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return []
 
 
 def _body(attempt: dict[str, Any]) -> Any:

@@ -7,6 +7,7 @@ The Gemini fixtures are `tests/fixtures/episodes/gemini_<scenario>`, captured fr
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -128,3 +129,24 @@ def test_an_own_model_turn_on_gemini_recorded_as_the_models_fails_harness_author
         m.pop("origin", None)
     status, reasons = ep.evaluate()["history.harness_authored"]
     assert status == Status.FAIL and "not marked origin: harness" in reasons[0], reasons
+
+
+def test_a_kept_error_message_that_spans_lines_is_found_as_kept() -> None:
+    # Google's quota message spans lines: kept as the body's structure (the reference) or as its JSON text (a
+    # harness storing the raw body), it is the message; json.dumps of the structure escaped its newlines, and the
+    # honest reference failed errors.payload_retained in quota_window on Gemini.
+    ep = load_episode("gemini_retry_429")
+    failures = [a for a in ep.witness if a["event"] == "attempt" and a["kind"] == "model" and a["status"] == 429]
+    calls = [c for c in ep.rollout["model_calls"] if c.get("status_code") == 429]
+    assert failures and len(failures) == len(calls)
+    message = "You exceeded your quota.\n* Quota exceeded for metric: requests, limit: 1\nPlease retry in 9.9s."
+    for attempt, call in zip(failures, calls, strict=True):
+        attempt["response"] = {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED"}}
+        call["error"] = {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED"}}
+    assert ep.evaluate()["errors.payload_retained"][0] == Status.PASS
+    for call in calls:
+        call["error"] = json.dumps({"error": {"message": message}})
+    assert ep.evaluate()["errors.payload_retained"][0] == Status.PASS
+    calls[0]["error"] = {"error": {"code": 429, "message": message.replace("9.9s", "1.0s")}}
+    status, reasons = ep.evaluate()["errors.payload_retained"]
+    assert status == Status.FAIL and "payload lacks the message" in reasons[0]
