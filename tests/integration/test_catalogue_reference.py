@@ -76,8 +76,19 @@ MODE_ARGS = {"stream_mislabel": ["--compare-stream"]}
 P1_ONLY = {"impatient", "unmarked_turn", "stream_mislabel"}
 
 
-@pytest.mark.parametrize("protocol", ["chat", "gemini"])
-@pytest.mark.parametrize(("mode", "scenario", "expected"), MISREPORTS, ids=[m for m, _, _ in MISREPORTS])
+# Lies a protocol cannot carry: Gemini sends a function call whole or not at all (a call that does not parse is
+# MALFORMED_FUNCTION_CALL, no call), so no cut-off arguments reach a harness to be repaired; tools.args_not_run is
+# held on Gemini by the twin fixture's control (the never-sent call's marker among the collected ones).
+NOT_ON = {("repair_arguments", "gemini")}
+CASES = [
+    pytest.param(mode, scenario, expected, protocol, id=f"{mode}-{protocol}")
+    for mode, scenario, expected in MISREPORTS
+    for protocol in ("chat", "gemini")
+    if (mode, protocol) not in NOT_ON
+]
+
+
+@pytest.mark.parametrize(("mode", "scenario", "expected", "protocol"), CASES)
 def test_misreporting_mode_fails_the_expected_checks(
     images: Images, tmp_path: Path, mode: str, scenario: str, expected: set[str], protocol: str
 ) -> None:

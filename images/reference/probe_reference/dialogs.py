@@ -42,7 +42,9 @@ def open_dialog(
         from probe_reference.gemini import GeminiDialog, gemini_client
 
         gemini = gemini_client(log, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
-        return GeminiDialog(gemini, model=model, system_prompt=system_prompt, task=task, log=log)
+        return GeminiDialog(
+            gemini, model=model, system_prompt=system_prompt, task=task, log=log, max_retries=max_retries
+        )
     if protocol == "messages":
         from probe_reference.messages import MessagesDialog
 

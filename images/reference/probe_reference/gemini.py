@@ -100,8 +100,19 @@ class GeminiDialog:
 
     protocol: Literal["gemini"] = "gemini"
 
-    def __init__(self, client: Client, *, model: str, system_prompt: str, task: str, log: Any = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        model: str,
+        system_prompt: str,
+        task: str,
+        log: Any = None,
+        max_retries: int | None = None,
+    ) -> None:
         self._client = client
+        # The retries the dialog makes itself (google-genai's own are off); 0 where the agent retries (impatient).
+        self._max_retries = RETRIES if max_retries is None else max_retries
         self._log = log
         self._model = model
         # A summary is asked for without tools: a side request without tools is what providers see as compaction.
@@ -138,7 +149,7 @@ class GeminiDialog:
 
     def _retry_wait(self, exc: BaseException | None, retries: int) -> float | None:
         """The wait before retrying a failed HTTP attempt, None when it is not retried."""
-        if retries >= RETRIES or exc is None:
+        if retries >= self._max_retries or exc is None:
             return None
         if isinstance(exc, errors.APIError):
             if _from_stream(exc) or exc.code not in RETRY_STATUSES:

@@ -165,6 +165,20 @@ def test_a_wait_asked_in_retryinfo_is_waited_and_recorded(tmp_path: Path) -> Non
     assert _seconds(second["started_at"]) - _seconds(first["completed_at"]) >= 1.2
 
 
+def test_impatient_retries_at_once_on_gemini_too(tmp_path: Path) -> None:
+    # The dialog's own retries are off where the agent retries itself (mode impatient): with them on, the 3 s that
+    # RetryInfo asked were waited, and the mode lied about nothing on Gemini.
+    from proxy_addons.gemini import with_retry_info
+
+    limited = with_retry_info(RATE_LIMITED, 3.0)
+    with serve([json_reply(429, limited), reply("r1", stream=False, text="done")]) as provider:
+        code, rollout = run(provider, tmp_path, "--mode", "impatient")
+    assert code == 0 and provider.remaining == 0
+    first, second = rollout["model_calls"]
+    assert first["retry_delay_ms"] == 200.0
+    assert _seconds(second["started_at"]) - _seconds(first["completed_at"]) < 3.0
+
+
 def _seconds(stamp: str) -> float:
     from datetime import datetime
 
