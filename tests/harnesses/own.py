@@ -56,12 +56,15 @@ def cline_runtime_records_the_locked_image(out: Path) -> None:
     assert rollout["harness"] == {"name": "cline", "version": "3.0.65"}
 
 
+CLINE_ENDS_ON = ("model_error", "stream_cut", "body_not_json", "length_cut", "sse_malformed", "stream_error_event")
+
+
 def cline_each_scenario_ends_on_its_own_but_the_silent_stream(out: Path) -> None:
     for name, r in results(out, "cline").items():
-        # A failure that ends the run (400, a cut stream) exits 1; a withheld stream is waited on until the kill.
-        want = (
-            ("deadline", None) if name == "harness_deadline" else ("exited", int(name in ("model_error", "stream_cut")))
-        )
+        # A failure that ends the run exits 1: a 400, a cut stream, and of catalogue II a body that is not JSON, a
+        # reply cut at the token limit, a malformed event and an error event (it retries none of them); a withheld
+        # stream is waited on until the kill.
+        want = ("deadline", None) if name == "harness_deadline" else ("exited", int(name in CLINE_ENDS_ON))
         assert (r["execution"]["status"], r["execution"]["exit_code"]) == want, (name, r["execution"])
         assert r["normalize"]["status"] == "ok", (name, r["normalize"])
         # Cline's own `auth` step stored the provider before every run.
@@ -79,10 +82,11 @@ def cline_its_telemetry_stays_off_only_the_feature_flag_lookup_is_left(out: Path
 
 def codex_each_scenario_ran_to_the_end_on_its_own(out: Path) -> None:
     for name, r in results(out, "codex").items():
-        # A terminal model error makes `codex exec` exit 1; everything else ends with 0, never by the timeout.
+        # A terminal model error, and a reply cut at the token limit (catalogue II's length_cut), make `codex exec`
+        # exit 1; everything else ends with 0, never by the timeout.
         assert (r["execution"]["status"], r["execution"]["exit_code"]) == (
             "exited",
-            1 if name == "model_error" else 0,
+            1 if name in ("model_error", "length_cut") else 0,
         ), (name, r["execution"])
         runtime = json.loads((out / "codex" / name / "runtime.json").read_text())
         assert runtime["harness"]["version"] == "codex-cli 0.169.0"
@@ -253,11 +257,12 @@ def gemini_cli_spoke_only_generate_content_and_nothing_else(out: Path) -> None:
 
 def gemini_cli_ends_on_its_own_but_for_a_silent_stream(out: Path) -> None:
     for name, r in results(out, "gemini-cli").items():
-        # It never gives up on a stream that went silent; a 400 and a cut stream end it with 1.
+        # It never gives up on a stream that went silent; a 400, a cut stream and a malformed event (catalogue II's
+        # sse_malformed) end it with 1.
         expected = (
             ("deadline", None)
             if name == "harness_deadline"
-            else ("exited", 1 if name in ("model_error", "stream_cut") else 0)
+            else ("exited", 1 if name in ("model_error", "stream_cut", "sse_malformed") else 0)
         )
         assert (r["execution"]["status"], r["execution"]["exit_code"]) == expected, (name, r["execution"])
         runtime = json.loads((out / "gemini-cli" / name / "runtime.json").read_text())
