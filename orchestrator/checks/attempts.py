@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from orchestrator.checks.bodies import strings
 from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import (
     Key,
@@ -226,18 +227,8 @@ def _holds(kept: Any, message: str) -> bool:
     """Whether a recorded payload holds the message: in one of its texts, or in the JSON text it keeps (where a
     newline or a non-ASCII letter of the message is escaped: Google's quota message spans lines)."""
     escaped = json.dumps(message)[1:-1]
-    texts = [kept] if isinstance(kept, str) else [*_texts(kept), json.dumps(kept)]
+    texts = [kept] if isinstance(kept, str) else [*strings(kept), json.dumps(kept)]
     return any(message in t or escaped in t for t in texts)
-
-
-def _texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _texts(v)]
-    if isinstance(value, list):
-        return [t for v in value for t in _texts(v)]
-    return []
 
 
 def _body(attempt: dict[str, Any]) -> Any:

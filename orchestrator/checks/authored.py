@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from orchestrator.checks.bodies import strings
 from orchestrator.checks.continuation import text_of
 from orchestrator.checks.evidence import Evidence, withheld
 from orchestrator.checks.join import shared
@@ -75,17 +76,6 @@ def wire_turns(request: Any) -> Iterator[Turn]:
             yield _gemini_turn(content)
 
 
-def _strings(value: Any, out: set[str]) -> None:
-    if isinstance(value, str):
-        out.add(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _strings(v, out)
-    elif isinstance(value, list):
-        for v in value:
-            _strings(v, out)
-
-
 def _served(ev: Evidence) -> tuple[set[str], list[str]]:
     """Every id and every text the provider sent in a reply (scripted, auxiliary or refused), as the witness holds
     them: ids exactly, texts to find a turn's text in (a cut or partial reply's text is part of one). Shared."""
@@ -93,17 +83,17 @@ def _served(ev: Evidence) -> tuple[set[str], list[str]]:
 
 
 def _collect_served(ev: Evidence) -> tuple[set[str], list[str]]:
-    strings: set[str] = set()
+    found: set[str] = set()
     for a in ev.w.attempts(None):
-        _strings(a.get("response"), strings)
+        found.update(strings(a.get("response")))
         for payload in a.get("sse_events") or []:
             try:
-                _strings(json.loads(payload), strings)
+                found.update(strings(json.loads(payload)))
             except (ValueError, RecursionError):
-                strings.add(payload)
+                found.add(payload)
     for c in ev.w.of("tool_call"):
-        strings.add(str(c.get("tool_call_id")))
-    return strings, sorted(strings, key=len, reverse=True)
+        found.add(str(c.get("tool_call_id")))
+    return found, sorted(found, key=len, reverse=True)
 
 
 def _is_served(turn: Turn, ids: set[str], texts: list[str]) -> bool:
