@@ -16,7 +16,7 @@ import structlog
 
 from orchestrator import __version__
 from orchestrator.atif import read_atif_rollout
-from orchestrator.audit_copy import EvidenceCopy
+from orchestrator.audit_copy import copy_evidence
 from orchestrator.audit_find import atif_export_hint, episode_names, find_episodes, no_episodes, was_cut_short
 from orchestrator.audit_find import is_kind as _is
 from orchestrator.checks.evidence import Evidence
@@ -133,76 +133,73 @@ def _audit_episode(
     rollout_format: str,
     limits: CollectLimits,
 ) -> dict[str, Any]:
-    with EvidenceCopy(src, dest.root, limits) as copying:
-        old: dict[str, Any] | None = None
-        try:
-            old = load_json(src / "scenario_result.json", "scenario-result/v1")
-        except FormatError as exc:
-            if _is(src / "scenario_result.json", stat.S_IFREG) or os.path.lexists(src / "scenario_result.json"):
-                # A saved result we cannot read is no reason not to re-check the evidence; it is named instead.
-                copying.note(
-                    Finding("special", "scenario_result.json", f"not used: {str(exc).splitlines()[-1].strip()}")
-                )
-        execution = (
-            old["execution"]
-            if old
-            else {"status": "unknown", "exit_code": None, "seconds": 0.0, "timeout_seconds": 0.0, "error": None}
-        )
-        result = result_skeleton(
-            harness_name,
-            scenario_name,
-            suite["run_id"],
-            old["episode_id"] if old else f"audit-{harness_name}-{scenario_name}",
-            old["started_at"] if old else now_iso(),
-            execution,
-        )
-        result["collection"] = None  # its place among the keys; filled once the copy is whole
-        judged: Evidence | None = None
-        try:
-            # The inputs hold no cycle (JSON data, their indexes): the collector need not walk their millions of
-            # objects while they are read, nor again and again while the checks run (seconds on a 100,000-call
-            # rollout), so they are read with it paused and then frozen out of its sight. Thawed when the episode
-            # ends.
-            with gc_paused():
-                scenario = load_json(dest.scenario, "probe-scenario/v1")
-                if harness is not None:
-                    rollout, result["normalize"] = normalize_native(harness, dest.native)
-                    if rollout is not None:
-                        write_json(dest.rollout, rollout)
-                    why = result["normalize"]["message"]
-                elif rollout_format == "atif":
-                    # The saved rollout.json is not what is audited here: drop the copy so nothing reads it by mistake.
-                    dest.rollout.unlink(missing_ok=True)
-                    # Read from the audit's copy, as every other reader: link-free, capped, what the summary hashes.
-                    rollout, why = read_atif_rollout(dest.root, harness_name)
-                    if rollout is not None:
-                        write_json(dest.rollout, rollout)
-                    result["normalize"] = {"status": "ok" if rollout is not None else "error", "message": why}
-                else:
-                    rollout, why = read_rollout(dest.rollout)
-                    result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
-                ev = collect_evidence(scenario, dest, rollout, why, limits.max_bytes, markers_ready=copying.wait)
-                attach_twin(ev, dest, harness)
-                gc.freeze()
-            # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
-            ev.rollout_parsed = rollout_format == "probe"
-            # An episode its run's stop cut short stays `interrupted`: judge() never re-judges it into a fail.
-            judge(result, scenario, ev)
-            judged = ev
-        except Exception as exc:  # one broken episode is reported as an error; the others are still audited
-            result["execution"] = {
-                **execution,
-                "status": "error",
-                "error": f"audit failed: {type(exc).__name__}: {exc}",
-            }
-            result["verdict"] = "error"
-            (dest.root / "audit-error.txt").write_text(traceback.format_exc())
-        # The run's own collection record stands (an audit of an untouched copy reproduces the result byte for
-        # byte); what the audit's copy met beyond it (a link planted in the saved folder since) is added to its
-        # findings.
-        result["collection"] = _collection_record(old, copying.wait())
+    copied = copy_evidence(src, dest.root, limits)
+    old: dict[str, Any] | None = None
+    try:
+        old = load_json(src / "scenario_result.json", "scenario-result/v1")
+    except FormatError as exc:
+        if _is(src / "scenario_result.json", stat.S_IFREG) or os.path.lexists(src / "scenario_result.json"):
+            # A saved result we cannot read is no reason not to re-check the evidence; it is named instead.
+            copied.note(Finding("special", "scenario_result.json", f"not used: {str(exc).splitlines()[-1].strip()}"))
+    execution = (
+        old["execution"]
+        if old
+        else {"status": "unknown", "exit_code": None, "seconds": 0.0, "timeout_seconds": 0.0, "error": None}
+    )
+    result = result_skeleton(
+        harness_name,
+        scenario_name,
+        suite["run_id"],
+        old["episode_id"] if old else f"audit-{harness_name}-{scenario_name}",
+        old["started_at"] if old else now_iso(),
+        execution,
+    )
+    # The run's own collection record stands (an audit of an untouched copy reproduces the result byte for
+    # byte); what the audit's copy met beyond it (a link planted in the saved folder since) is added to its
+    # findings.
+    result["collection"] = _collection_record(old, copied)
+    judged: Evidence | None = None
+    try:
+        # The inputs hold no cycle (JSON data, their indexes): the collector need not walk their millions of
+        # objects while they are read, nor again and again while the checks run (seconds on a 100,000-call
+        # rollout), so they are read with it paused and then frozen out of its sight. Thawed when the episode
+        # ends.
+        with gc_paused():
+            scenario = load_json(dest.scenario, "probe-scenario/v1")
+            if harness is not None:
+                rollout, result["normalize"] = normalize_native(harness, dest.native)
+                if rollout is not None:
+                    write_json(dest.rollout, rollout)
+                why = result["normalize"]["message"]
+            elif rollout_format == "atif":
+                # The saved rollout.json is not what is audited here: drop the copy so nothing reads it by mistake.
+                dest.rollout.unlink(missing_ok=True)
+                # Read from the audit's copy, as every other reader: link-free, capped, what the summary hashes.
+                rollout, why = read_atif_rollout(dest.root, harness_name)
+                if rollout is not None:
+                    write_json(dest.rollout, rollout)
+                result["normalize"] = {"status": "ok" if rollout is not None else "error", "message": why}
+            else:
+                rollout, why = read_rollout(dest.rollout)
+                result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
+            ev = collect_evidence(scenario, dest, rollout, why, limits.max_bytes)
+            attach_twin(ev, dest, harness)
+            gc.freeze()
+        # Read from rollout.json here, or from the normalizer's JSON result (an ATIF rollout is built in Python).
+        ev.rollout_parsed = rollout_format == "probe"
+        # An episode its run's stop cut short stays `interrupted`: judge() never re-judges it into a fail.
+        judge(result, scenario, ev)
+        judged = ev
+    except Exception as exc:  # one broken episode is reported as an error; the others are still audited
+        result["execution"] = {
+            **execution,
+            "status": "error",
+            "error": f"audit failed: {type(exc).__name__}: {exc}",
+        }
+        result["verdict"] = "error"
+        (dest.root / "audit-error.txt").write_text(traceback.format_exc())
     if judged is not None:
-        # Once the copy is whole (a saved page copied with it is replaced), from the evidence the checks read.
+        # After the copy (a saved page copied with it is replaced), from the evidence the checks read.
         write_episode_page(dest, result, judged)
     result["finished_at"] = old["finished_at"] if old else now_iso()
     validate(result, "scenario-result/v1", "scenario_result")

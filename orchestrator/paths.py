@@ -43,7 +43,7 @@ class EpisodePaths:
     ├── witness.jsonl          written by the proxy only (probe-witness/v1)
     ├── rollout.json           normalized self-report (probe-rollout/v1), absent if normalization failed
     ├── native/                the harness's own logs, copied untouched
-    ├── markers/               marker files the tool commands wrote
+    ├── markers/               marker files the tool commands wrote (an audit's: markers.json, what it read of them)
     ├── harness.log            harness stdout + stderr
     ├── proxy.log              mitmproxy output
     ├── runtime.json           images, versions, launch (runtime/v1)

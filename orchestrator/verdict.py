@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -11,7 +10,8 @@ import structlog
 
 from orchestrator.checks import PROFILE, Evidence, Status, gate, read_witness, run_checks, scope_of
 from orchestrator.evidence import FormatError
-from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes, read_json
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_json
+from orchestrator.evidence.markers import MARKERS_FILE, read_folder, read_markers
 from orchestrator.evidence.numbers import integral_as_int
 from orchestrator.harnesses import Harness, NormalizeError
 from orchestrator.harnesses.isolated import NormalizeBudget, Normalizer, normalize_isolated
@@ -22,8 +22,6 @@ log = structlog.get_logger(__name__)
 
 # The verdict and execution status of an episode the run's stop cut short.
 INTERRUPTED = "interrupted"
-MAX_MARKERS = 10_000
-MARKER_BYTES = 64 * 1024
 
 __all__ = [
     "INTERRUPTED",
@@ -71,11 +69,10 @@ def collect_evidence(
     rollout: Rollout | None,
     why: str | None,
     collected_bytes: int = MAX_FILE_BYTES,
-    markers_ready: Callable[[], object] | None = None,
 ) -> Evidence:
     """`collected_bytes`: the byte cap the witness was collected under; a witness it let through is read, however
     far past the reader's usual cap it goes (a user who raised the cap asked for the memory it takes).
-    `markers_ready`: called before the markers folder is read (an audit's copy of it may still be under way)."""
+    The markers are a run's folder, or an audit's markers.json where there is no folder."""
     if isinstance(rollout, dict):
         # 429.0 or 4.29E2 where the schema says integer is the integer 429 to the schema: to the checks too.
         integral_as_int(rollout, "probe-rollout/v1")
@@ -86,10 +83,13 @@ def collect_evidence(
         ev.witness = read_witness(paths.witness, max(MAX_FILE_BYTES, collected_bytes))
     except FormatError as exc:
         ev.errors["witness"] = str(exc)
-    if markers_ready is not None:
-        markers_ready()
     if paths.markers.is_dir() and not paths.markers.is_symlink():
-        ev.markers = _markers(paths.markers)
+        ev.markers = read_folder(paths.markers)
+    elif os.path.lexists(paths.root / MARKERS_FILE):
+        try:
+            ev.markers = read_markers(paths.root / MARKERS_FILE)
+        except FormatError as exc:
+            ev.errors["markers"] = str(exc)
     return ev
 
 
@@ -114,25 +114,6 @@ def attach_twin(ev: Evidence, paths: EpisodePaths, harness: Harness | None) -> N
         ev.twin_witness = read_witness(twin.witness)
     except FormatError as exc:
         ev.errors["twin_witness"] = f"twin: {exc}"
-
-
-def _markers(folder: Path) -> dict[str, str]:
-    # Only regular files, never through a link, each read up to a cap: an audited folder may hold anything. Each
-    # is opened by name from the folder's descriptor (ten thousand paths are not resolved again, link-free).
-    out: dict[str, str] = {}
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return out
-    try:
-        for name in sorted(os.listdir(fd))[:MAX_MARKERS]:
-            try:
-                out[name] = read_bytes(name, MARKER_BYTES, dir_fd=fd).decode(errors="replace")
-            except (OSError, JsonFault):
-                continue
-    finally:
-        os.close(fd)
-    return out
 
 
 def judge(result: dict[str, Any], scenario: dict[str, Any], ev: Evidence) -> dict[str, Any]:

@@ -29,7 +29,16 @@ ATIF_NAME = "trajectory.json"
 # Disagreements of core fields with the extension named in a normalize message; the count says how many more.
 _SHOWN = 5
 # An episode's transport twin (`run --compare-stream`) goes with it as it was: its own evidence and rollout.
-_EVIDENCE = ("scenario.json", "witness.jsonl", "runtime.json", "markers", "scenario_result.json", "twin")
+# An audited episode holds its markers as markers.json (orchestrator/evidence/markers.py), a run's as a folder.
+_EVIDENCE = (
+    "scenario.json",
+    "witness.jsonl",
+    "runtime.json",
+    "markers",
+    "markers.json",
+    "scenario_result.json",
+    "twin",
+)
 
 
 def find_atif(episode: Path) -> Path | None:

@@ -37,6 +37,8 @@ def tools_executed(ev: Evidence) -> list[str]:
     reasons = []
     if len(calls) < scripted:
         reasons.append(f"the provider issued {len(calls)} of {scripted} scripted tool calls")
+    if "markers" in ev.errors and calls:
+        reasons.append(f"the collected markers cannot be read: {ev.errors['markers']}")
     markers_seen, collected_files = ev.w.markers, ev.markers  # looked up once, not per call
     for call in calls:
         cid, token = call["tool_call_id"], call["token"]

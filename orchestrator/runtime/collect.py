@@ -14,7 +14,7 @@ from typing import Any
 
 from orchestrator.runtime.tarstream import BLOCK, CHUNK, MAX_TREE_DEPTH, O_DIR, O_NEW, Finding, Stop, unpack
 
-__all__ = ["MAX_TREE_DEPTH", "CollectLimits", "Collection", "Finding"]
+__all__ = ["MAX_TREE_DEPTH", "CollectLimits", "Collection", "Finding", "FolderRead"]
 
 MAX_FINDINGS = 200  # a harness that plants a million links gets one line saying how many were left off
 # The folder a copy starts from (and the one it lands in) is named by the caller and may be reached by a link.
@@ -31,6 +31,43 @@ class CollectLimits:
 
     def to_json(self) -> dict[str, Any]:
         return {"max_bytes": self.max_bytes, "max_files": self.max_files, "seconds": self.seconds}
+
+
+@dataclass
+class FolderRead:
+    """What a copy of one folder would hold, read in place instead of written: its entries' names (files and folders,
+    in the order a copy makes them) and the first `keep` bytes of each regular file among its first `names` entries.
+    What is deeper is counted as a copy counts it, and not kept."""
+
+    names: int
+    keep: int
+    copied: bool = False  # the folder itself would have been copied (it is one, reached without a link)
+    entries: list[str] = field(default_factory=list)
+    files: dict[str, bytearray] = field(default_factory=dict)
+
+    def entry(self, name: str, file: bool = True) -> _Held | None:
+        """Note an entry the copy would make; where a file's bytes are kept, when it is among the first `names`."""
+        self.entries.append(name)
+        if not file or len(self.entries) > self.names:
+            return None
+        self.files[name] = bytearray()
+        return _Held(self.files[name], self.keep)
+
+
+@dataclass
+class _Held:
+    """The first `keep` bytes of a file read in place."""
+
+    data: bytearray
+    keep: int
+
+    def add(self, piece: bytes) -> None:
+        self.data += piece[: self.keep - len(self.data)]
+
+
+# Where a node lands: a folder on disk (its descriptor, or its path), a folder read in place (the FolderRead itself
+# for the folder, (FolderRead,) for its entries), or nowhere (below its entries: counted, not kept).
+_Into = int | Path | FolderRead | tuple[FolderRead] | None
 
 
 @dataclass
@@ -106,11 +143,27 @@ class Collection:
         finally:
             os.close(folder)
 
+    def read_tree(self, src: Path, where: str, names: int, keep: int) -> FolderRead:
+        """copy_tree's walk of the folder `src`, counted and noted exactly as a copy, with nothing written: what the
+        copy would hold is read instead (see FolderRead). A folder of many small files costs no inodes this way."""
+        read = FolderRead(names, keep)
+        try:
+            folder = os.open(src.parent, _O_PARENT)
+        except FileNotFoundError:
+            return read
+        try:
+            self._copy_node(folder, src.name, read, src.name, where)
+        except Stop as stop:
+            self.note(stop.finding)
+        finally:
+            os.close(folder)
+        return read
+
     def _copy_node(
         self,
         folder: int,
         name: str,
-        into: int | Path,
+        into: _Into,
         dest_name: str,
         where: str,
         counted: bool = True,
@@ -133,6 +186,9 @@ class Collection:
                 raise Stop("file_cap", where, f"file count cap ({self.limits.max_files}) reached; the rest not copied")
             self.files += 1
         if stat.S_ISDIR(mode):
+            if not isinstance(into, (int, Path)):
+                self._read_folder(folder, name, into, dest_name, where, depth, max_depth)
+                return
             with _folder(into) as dest:
                 os.mkdir(dest_name, dir_fd=dest)
                 try:
@@ -143,16 +199,7 @@ class Collection:
                 try:
                     dest_dir = os.open(dest_name, O_DIR, dir_fd=dest)
                     try:
-                        for child in sorted(os.listdir(src_dir)):
-                            self._copy_node(
-                                src_dir,
-                                child,
-                                dest_dir,
-                                child,
-                                f"{where}/{child}",
-                                depth=depth + 1,
-                                max_depth=max_depth,
-                            )
+                        self._copy_children(src_dir, dest_dir, where, depth, max_depth)
                     finally:
                         os.close(dest_dir)
                 finally:
@@ -171,7 +218,29 @@ class Collection:
             target = f" (to {os.readlink(name, dir_fd=folder)[:200]!r})" if what == "symlink" else ""
             self.note(Finding(what, where, f"not a file or folder; not followed or copied{target}"))
 
-    def _copy_file(self, folder: int, name: str, into: int | Path, dest_name: str, where: str) -> None:
+    def _copy_children(self, src_dir: int, into: _Into, where: str, depth: int, max_depth: int) -> None:
+        for child in sorted(os.listdir(src_dir)):
+            self._copy_node(src_dir, child, into, child, f"{where}/{child}", depth=depth + 1, max_depth=max_depth)
+
+    def _read_folder(
+        self, folder: int, name: str, into: _Into, dest_name: str, where: str, depth: int, max_depth: int
+    ) -> None:
+        """A folder of a read in place: where a copy made it, it is noted; its entries are walked as a copy's."""
+        if isinstance(into, FolderRead):
+            into.copied = True  # as the copy's mkdir, before the folder is opened
+        elif isinstance(into, tuple):
+            into[0].entry(dest_name, file=False)
+        try:
+            src_dir = os.open(name, O_DIR, dir_fd=folder)
+        except OSError as exc:
+            self.note(Finding("special", where, f"cannot be opened as a folder without a link: {exc.strerror}"))
+            return
+        try:
+            self._copy_children(src_dir, (into,) if isinstance(into, FolderRead) else None, where, depth, max_depth)
+        finally:
+            os.close(src_dir)
+
+    def _copy_file(self, folder: int, name: str, into: _Into, dest_name: str, where: str) -> None:
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
         except OSError as exc:
@@ -181,13 +250,20 @@ class Collection:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 self.note(Finding("special", where, "changed into something other than a file while copied"))
                 return
-            with _folder(into) as dest:
-                out = os.open(dest_name, O_NEW, 0o644, dir_fd=dest)
+            out, held = -1, None  # written to a file on disk, or (read in place) kept in `held`, or neither
+            if isinstance(into, (int, Path)):
+                with _folder(into) as dest:
+                    out = os.open(dest_name, O_NEW, 0o644, dir_fd=dest)
+            elif isinstance(into, tuple):
+                held = into[0].entry(dest_name)
             try:
                 left = self.limits.max_bytes - self.copied
                 while piece := os.read(fd, min(CHUNK, left + 1)):
                     kept = piece[:left]  # the file grew since its size was read: what is past the cap is cut off
-                    os.write(out, kept)
+                    if out >= 0:
+                        os.write(out, kept)
+                    elif held is not None:
+                        held.add(kept)
                     self.copied += len(kept)
                     left -= len(kept)
                     if len(kept) < len(piece):
@@ -196,7 +272,8 @@ class Collection:
                         )
                         break
             finally:
-                os.close(out)
+                if out >= 0:
+                    os.close(out)
         finally:
             os.close(fd)
 

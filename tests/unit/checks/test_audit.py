@@ -13,6 +13,7 @@ import orchestrator.verdict as verdict_mod
 from orchestrator.audit import InputChanged, audit
 from orchestrator.errors import OutputExists
 from orchestrator.evidence import load_json
+from orchestrator.evidence.markers import read_markers
 from orchestrator.paths import RunPaths
 from orchestrator.runtime.collect import CollectLimits
 from tests.unit.checks.conftest import FIXTURES
@@ -75,9 +76,12 @@ def test_a_run_s_own_files_do_not_draw_on_what_its_collection_could_copy(tmp_pat
         "runtime.json",
         "harness.log",
         "native/.probe-reference/log.jsonl",
-        *(f"markers/{m.name}" for m in markers),
+        "markers.json",
     ):
         assert (tmp_path / "out" / "reference" / "tool_success" / name).is_file(), name
+    # Every marker counted, and read (in place: the audit writes them as one file).
+    read = read_markers(tmp_path / "out" / "reference" / "tool_success" / "markers.json")
+    assert sorted(read) == [m.name for m in markers]
     # One byte or one file less and the run's evidence no longer fits, as it would not have in the run.
     res = audit(src, tmp_path / "out2", limits=CollectLimits(max_bytes=collected - 1, max_files=limits.max_files))
     assert [f["kind"] for f in res.results[0]["collection"]["findings"]] == ["over_cap_file"]

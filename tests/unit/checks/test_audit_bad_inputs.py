@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.evidence import load_json
+from orchestrator.evidence.markers import read_markers
 from tests.unit.checks.conftest import FIXTURES
 
 CLI = Path(sys.executable).with_name("harness-probe")
@@ -149,4 +150,4 @@ def test_the_collection_caps_of_the_saved_run_are_given_on_the_command_line(tmp_
     result = load_json(tmp_path / "out" / "reference" / "tool_success" / "scenario_result.json", "scenario-result/v1")
     assert [f["kind"] for f in result["collection"]["findings"]] == ["file_cap"]
     assert result["collection"]["limits"]["max_files"] == 2
-    assert not any((tmp_path / "out" / "reference" / "tool_success" / "markers").iterdir())
+    assert read_markers(tmp_path / "out" / "reference" / "tool_success" / "markers.json") == {}

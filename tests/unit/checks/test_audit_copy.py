@@ -1,11 +1,11 @@
-"""The audit's copy with its markers copied by a child: the copy a sequential one makes, and nothing left behind."""
+"""The audit's copy with its markers read in place: the collection a whole copy makes, the markers a copy gives the
+checks, one file written for them all."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,20 +13,28 @@ import pytest
 
 import orchestrator.audit_copy as audit_copy
 from orchestrator.audit import audit
-from orchestrator.audit_copy import CopyFailed, EvidenceCopy, copy_evidence
+from orchestrator.audit_copy import copy_evidence
+from orchestrator.evidence.markers import MARKER_BYTES, MARKERS_FILE, MAX_MARKERS, read_folder, read_markers
 from orchestrator.runtime.collect import Collection, CollectLimits, Finding
 from tests.unit.checks.conftest import FIXTURES
 
-MANY = audit_copy.CHILD_FROM + 88
+MANY = 600
 
 
 def _episode(tmp_path: Path, markers: int = MANY) -> Path:
-    """The tool_success fixture with `markers` marker files, a link among them, and a rollout past a cap below."""
+    """The tool_success fixture with `markers` more marker files and what a hostile harness leaves among them."""
     ep = tmp_path / "saved" / "reference" / "tool_success"
     shutil.copytree(FIXTURES / "tool_success", ep)
+    m = ep / "markers"
     for i in range(markers):
-        (ep / "markers" / f"m{i:05d}").write_text(f"token-{i}")
-    (ep / "markers" / "m00007-link").symlink_to("/etc/passwd")
+        (m / f"m{i:05d}").write_text(f"token-{i}")
+    (m / "m00007-link").symlink_to("/etc/passwd")
+    (m / "m00008-dir" / "deeper").mkdir(parents=True)
+    (m / "m00008-dir" / "deeper" / "inside.txt").write_text("counted, never a marker")
+    os.mkfifo(m / "m00009-fifo")
+    (m / "m00010-big").write_bytes(b"b" * (MARKER_BYTES + 1))
+    (m / "m00011-cap").write_bytes(b"c" * MARKER_BYTES)
+    (m / "m00012-bytes").write_bytes(b"\xff\xfeno utf-8")
     return ep
 
 
@@ -34,175 +42,145 @@ def _state(c: Collection) -> tuple[int, int, list[Finding], int]:
     return c.files, c.copied, c.findings, c.findings_dropped
 
 
-@pytest.fixture
-def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The pids of the copying children started while the test runs."""
-    started: list[int] = []
-    real = audit_copy._fork_copy
-
-    def spy(*args: Any) -> tuple[int, int]:
-        pid, fd = real(*args)
-        started.append(pid)
-        return pid, fd
-
-    monkeypatch.setattr(audit_copy, "_fork_copy", spy)
-    return started
-
-
-def _slow_markers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The child's copy of the markers takes a minute: long enough to be interrupted."""
-    real = Collection.copy_tree
-
-    def slow(self: Collection, src: Path, dest: Path, where: str, counted: bool = True) -> None:
-        if where == "markers":
-            time.sleep(60)
-        real(self, src, dest, where, counted)
-
-    monkeypatch.setattr(Collection, "copy_tree", slow)
-
-
-def _in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(audit_copy, "CHILD_FROM", 10**9)
+def _copied_whole(ep: Path, dest: Path, limits: CollectLimits) -> Collection:
+    """The oracle: every part copied in turn, the markers folder too, as the audit copied before it read them."""
+    dest.mkdir()
+    whole = Collection(limits)
+    for name in ("harness.log", "native", "proxy.log", "witness.jsonl", "twin", "markers"):
+        whole.copy_tree(ep / name, dest / name, name, counted=name in ("witness.jsonl", "markers"))
+    for name in ("rollout.json", "runtime.json", "scenario.json", "trajectory.json", MARKERS_FILE):
+        alone = Collection(CollectLimits(max_bytes=audit_copy.MAX_FILE_BYTES, max_files=1))
+        alone.copy_tree(ep / name, dest / name, name)
+        for finding in alone.findings:
+            whole.note(finding)
+    return whole
 
 
 @pytest.mark.parametrize(
     "limits",
     [
         CollectLimits(),
-        CollectLimits(max_files=300),  # the file cap is reached in the child, among the markers
-        CollectLimits(max_bytes=5000),  # the byte cap too, and the witness is not copied at all
+        CollectLimits(max_files=300),  # the file cap is reached among the markers
+        CollectLimits(max_bytes=70_000),  # the byte cap too, among them
+        CollectLimits(max_bytes=5000),  # and the witness is not copied at all
     ],
-    ids=["whole", "file-cap", "byte-cap"],
+    ids=["whole", "file-cap", "byte-cap-in-markers", "byte-cap"],
 )
-def test_the_child_s_copy_is_the_sequential_copy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int], limits: CollectLimits
+def test_the_read_in_place_is_the_whole_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limits: CollectLimits
 ) -> None:
     ep = _episode(tmp_path)
     (ep / "rollout.json").write_bytes((ep / "rollout.json").read_bytes() + b" " * 64)
     monkeypatch.setattr(audit_copy, "MAX_FILE_BYTES", (ep / "rollout.json").stat().st_size - 1)
-    child = copy_evidence(ep, tmp_path / "child", limits)
-    assert len(forks) == 1
-    _in_turn(monkeypatch)
-    in_turn = copy_evidence(ep, tmp_path / "in-turn", limits)
-    assert len(forks) == 1
-    assert _state(child) == _state(in_turn)
-    # The markers' findings (the link, a cap) before the rollout's, which was copied first: as a copy in turn notes.
-    kinds = [f.kind for f in child.findings]
-    assert kinds[-1] == "over_cap_file" and child.findings[-1].path == "rollout.json"
-    assert "symlink" in kinds or "file_cap" in kinds or "over_cap_file" in kinds[:-1]
-    listing = sorted(p.relative_to(tmp_path / "child") for p in (tmp_path / "child").rglob("*"))
-    assert listing == sorted(p.relative_to(tmp_path / "in-turn") for p in (tmp_path / "in-turn").rglob("*"))
-    for name in listing:
-        if (tmp_path / "in-turn" / name).is_file():
-            assert (tmp_path / "child" / name).read_bytes() == (tmp_path / "in-turn" / name).read_bytes(), name
+    read = copy_evidence(ep, tmp_path / "read", limits)
+    whole = _copied_whole(ep, tmp_path / "whole", limits)
+    assert _state(read) == _state(whole)
+    kinds = [f.kind for f in read.findings]
+    assert kinds[-1] == "over_cap_file" and read.findings[-1].path == "rollout.json"
+    assert "symlink" in kinds and "fifo" in kinds
+    # What the checks read: the same map a reading of the copied folder gives, from one file instead of a folder.
+    assert read_markers(tmp_path / "read" / MARKERS_FILE) == read_folder(tmp_path / "whole" / "markers")
+    assert not (tmp_path / "read" / "markers").exists()
+    for name in ("witness.jsonl", "scenario.json"):
+        assert os.path.lexists(tmp_path / "read" / name) == os.path.lexists(tmp_path / "whole" / name), name
 
 
-def test_an_audit_with_the_child_gives_the_sequential_audit_s_result(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
-) -> None:
-    _episode(tmp_path)
-    child = audit(tmp_path / "saved", tmp_path / "out-child")
-    assert len(forks) == 1
-    _in_turn(monkeypatch)
-    in_turn = audit(tmp_path / "saved", tmp_path / "out-in-turn")
-    assert len(forks) == 1
-    strip = ("started_at", "finished_at", "seconds")
-
-    def plain(r: dict[str, Any]) -> dict[str, Any]:
-        out = {k: v for k, v in r.items() if k not in strip}
-        out["collection"] = {k: v for k, v in r["collection"].items() if k not in strip}
-        return out
-
-    assert plain(child.results[0]) == plain(in_turn.results[0])
-    assert list(child.results[0]) == list(in_turn.results[0])  # the keys in the same order: the files are equal
-    assert child.results[0]["collection"]["files"] > MANY  # the markers the child copied are counted
-    assert child.results[0]["verdict"] == "pass"
-
-
-def test_few_markers_start_no_child(tmp_path: Path, forks: list[int]) -> None:
-    ep = _episode(tmp_path, markers=audit_copy.CHILD_FROM - 10)
-    copy_evidence(ep, tmp_path / "out", CollectLimits())
-    assert forks == []
-
-
-def test_the_audit_s_own_finding_comes_after_the_copy_s(tmp_path: Path, forks: list[int]) -> None:
+def test_the_markers_file_holds_what_a_folder_s_reading_holds(tmp_path: Path) -> None:
     ep = _episode(tmp_path)
-    with EvidenceCopy(ep, tmp_path / "out", CollectLimits()) as copying:
-        copying.note(Finding("special", "scenario_result.json", "not used: it is not JSON"))
-        found = copying.wait()
-    assert [f.path for f in found.findings] == ["markers/m00007-link", "scenario_result.json"]
-    assert copying.wait() is found  # once whole, the same collection at once
-    assert len(forks) == 1
+    copy_evidence(ep, tmp_path / "out", CollectLimits())
+    markers = read_markers(tmp_path / "out" / MARKERS_FILE)
+    assert markers["m00011-cap"] == "c" * MARKER_BYTES and markers["m00012-bytes"] == "\ufffd\ufffdno utf-8"
+    for gone in ("m00007-link", "m00008-dir", "m00009-fifo", "m00010-big"):
+        assert gone not in markers, gone
+    assert len(markers) == MANY + 2 + 2  # the fixture's two, and two of the odd ones
 
 
-def test_a_failing_child_is_the_episode_s_error_not_a_verdict(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
-) -> None:
+def test_past_max_markers_names_are_not_read(tmp_path: Path) -> None:
+    ep = _episode(tmp_path, markers=MAX_MARKERS + 5)
+    copy_evidence(ep, tmp_path / "out", CollectLimits())
+    _copied_whole(ep, tmp_path / "whole", CollectLimits())
+    markers = read_markers(tmp_path / "out" / MARKERS_FILE)
+    # The names a copy holds (not the link or the FIFO), the first MAX_MARKERS of them: the big file and the
+    # folder take their places, and are not markers.
+    assert markers == read_folder(tmp_path / "whole" / "markers") and len(markers) == MAX_MARKERS - 2
+
+
+def test_an_audit_of_an_audit_reads_its_markers_file(tmp_path: Path) -> None:
     _episode(tmp_path)
-    real = Collection.copy_tree
+    first = audit(tmp_path / "saved", tmp_path / "out")
+    again = audit(tmp_path / "out", tmp_path / "again")
+    assert [r["verdict"] for r in first.results] == ["pass"] == [r["verdict"] for r in again.results]
+    assert again.results[0]["checks"] == first.results[0]["checks"]
+    ep = Path("reference") / "tool_success"
+    assert (tmp_path / "again" / ep / MARKERS_FILE).read_bytes() == (tmp_path / "out" / ep / MARKERS_FILE).read_bytes()
+    # Its counts are the run's, as the first audit kept them: the copy of the file added no finding.
+    assert again.results[0]["collection"] == first.results[0]["collection"]
 
-    def broken(self: Collection, src: Path, dest: Path, where: str, counted: bool = True) -> None:
-        if where == "markers":
-            raise OSError("the disk went away")  # in the child only: the parent copies everything else
-        real(self, src, dest, where, counted)
 
-    monkeypatch.setattr(Collection, "copy_tree", broken)
+def test_a_saved_markers_file_beside_the_folder_is_named_and_not_read(tmp_path: Path) -> None:
+    ep = _episode(tmp_path)
+    (ep / MARKERS_FILE).write_text(json.dumps({"schema": "probe-markers/v1", "markers": {"forged.txt": "x"}}))
+    res = audit(tmp_path / "saved", tmp_path / "out")
+    findings = [(f["path"], f["reason"]) for f in res.results[0]["collection"]["findings"]]
+    assert (MARKERS_FILE, "not used: the markers folder beside it is read") in findings
+    assert "forged.txt" not in read_markers(tmp_path / "out" / "reference" / "tool_success" / MARKERS_FILE)
+    assert res.results[0]["verdict"] == "pass"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json",
+        json.dumps({"schema": "probe-markers/v1", "markers": {"a": 1}}).encode(),
+        json.dumps({"schema": "probe-markers/v1", "markers": {"../x": "t"}}).encode(),
+        json.dumps({"schema": "probe-markers/v1", "markers": {"a": "x" * (MARKER_BYTES + 1)}}).encode(),
+    ],
+    ids=["not-json", "not-text", "a-path", "too-long"],
+)
+def test_an_unreadable_markers_file_fails_tools_executed_by_name(tmp_path: Path, content: bytes) -> None:
+    ep = _episode(tmp_path, markers=0)
+    shutil.rmtree(ep / "markers")
+    (ep / MARKERS_FILE).write_bytes(content)
     res = audit(tmp_path / "saved", tmp_path / "out")
     result = res.results[0]
-    assert result["verdict"] == "error" and res.exit_code == 2
-    assert result["execution"]["error"] == (
-        "audit failed: CopyFailed: the copy of the markers failed: OSError: the disk went away"
-    )
-    trace = (tmp_path / "out" / "reference" / "tool_success" / "audit-error.txt").read_text()
-    assert "in the child that copied them" in trace and 'raise OSError("the disk went away")' in trace
-    assert len(forks) == 1
-    with pytest.raises(ChildProcessError):
-        os.waitpid(forks[0], os.WNOHANG)  # reaped
+    assert result["verdict"] == "fail" and res.exit_code == 1
+    assert "markers" in result["inputs_unavailable"]
+    (check,) = [c for c in result["checks"] if c["id"] == "witness.tools_executed"]
+    assert check["status"] == "fail"
+    assert any(r.startswith("the collected markers cannot be read: ") for r in check["reasons"])
+    assert {c["id"] for c in result["checks"] if c["status"] == "fail"} == {"witness.tools_executed"}
 
 
-def test_a_killed_child_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]) -> None:
+def test_a_linked_markers_folder_is_not_read(tmp_path: Path) -> None:
+    ep = _episode(tmp_path, markers=0)
+    (ep / "markers").rename(tmp_path / "elsewhere")
+    (ep / "markers").symlink_to(tmp_path / "elsewhere")
+    res = audit(tmp_path / "saved", tmp_path / "out")
+    result = res.results[0]
+    assert [(f["kind"], f["path"]) for f in result["collection"]["findings"]] == [("symlink", "markers")]
+    assert not os.path.lexists(tmp_path / "out" / "reference" / "tool_success" / MARKERS_FILE)
+    (check,) = [c for c in result["checks"] if c["id"] == "witness.tools_executed"]
+    assert check["status"] == "fail" and all("collected marker file missing" in r for r in check["reasons"])
+
+
+def test_the_audit_s_own_finding_comes_after_the_copy_s(tmp_path: Path) -> None:
     ep = _episode(tmp_path)
-    _slow_markers(monkeypatch)  # still copying when killed: not a child that had already reported
-    with (
-        pytest.raises(CopyFailed, match="ended with status -9"),
-        EvidenceCopy(ep, tmp_path / "out", CollectLimits()) as c,
-    ):
-        os.kill(forks[0], 9)
-        c.wait()
+    (ep / "scenario_result.json").write_text("{not json")
+    res = audit(tmp_path / "saved", tmp_path / "out")
+    paths = [f["path"] for f in res.results[0]["collection"]["findings"]]
+    assert paths == ["markers/m00007-link", "markers/m00009-fifo", "scenario_result.json"]
 
 
-def test_an_interrupt_kills_the_child_and_reaps_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
-) -> None:
+def test_nothing_is_written_per_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ep = _episode(tmp_path)
-    _slow_markers(monkeypatch)
-    t = time.monotonic()
-    with pytest.raises(KeyboardInterrupt), EvidenceCopy(ep, tmp_path / "out", CollectLimits()):
-        raise KeyboardInterrupt
-    assert time.monotonic() - t < 30
-    with pytest.raises(ChildProcessError):
-        os.waitpid(forks[0], os.WNOHANG)
-    assert not (tmp_path / "out" / "markers").exists()  # the child never got to it
+    made: list[Any] = []
+    real = os.open
 
+    def spy(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if flags & os.O_CREAT:
+            made.append(path)
+        return real(path, flags, *args, **kwargs)
 
-def test_an_interrupt_while_waiting_for_the_child_kills_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
-) -> None:
-    ep = _episode(tmp_path)
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    _slow_markers(monkeypatch)
-    old = signal.signal(signal.SIGALRM, interrupt)
-    t = time.monotonic()
-    try:
-        with pytest.raises(KeyboardInterrupt), EvidenceCopy(ep, tmp_path / "out", CollectLimits()) as copying:
-            signal.setitimer(signal.ITIMER_REAL, 0.3)
-            copying.wait()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-    assert time.monotonic() - t < 30
-    with pytest.raises(ChildProcessError):
-        os.waitpid(forks[0], os.WNOHANG)
+    monkeypatch.setattr(os, "open", spy)
+    copy_evidence(ep, tmp_path / "out", CollectLimits())
+    assert len(made) < 10, made  # the witness, the scenario, the rollout: never one per marker

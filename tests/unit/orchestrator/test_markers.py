@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestrator.verdict import MARKER_BYTES, MAX_MARKERS, _markers
+from orchestrator.evidence.markers import MARKER_BYTES, MAX_MARKERS, read_folder
 
 
 def test_only_regular_files_are_read_and_nothing_through_a_link(tmp_path: Path) -> None:
@@ -18,16 +18,16 @@ def test_only_regular_files_are_read_and_nothing_through_a_link(tmp_path: Path) 
     (folder / "dir.txt").mkdir()
     (folder / "big.txt").write_bytes(b"x" * (MARKER_BYTES + 1))
     (folder / "cap.txt").write_bytes(b"y" * MARKER_BYTES)
-    found = _markers(folder)
+    found = read_folder(folder)
     assert found == {"call_1.txt": "probe_1", "cap.txt": "y" * MARKER_BYTES}
     (tmp_path / "linked").symlink_to(folder)
-    assert _markers(tmp_path / "linked") == {}  # the folder itself reached by a link
-    assert _markers(tmp_path / "missing") == {}
+    assert read_folder(tmp_path / "linked") == {}  # the folder itself reached by a link
+    assert read_folder(tmp_path / "missing") == {}
 
 
 def test_at_most_max_markers_are_read_in_name_order(tmp_path: Path) -> None:
     for i in range(MAX_MARKERS + 3):
         (tmp_path / f"m{i:06d}").write_text(str(i))
-    found = _markers(tmp_path)
+    found = read_folder(tmp_path)
     assert len(found) == MAX_MARKERS
     assert max(found) == f"m{MAX_MARKERS - 1:06d}"
