@@ -191,10 +191,7 @@ class Collection:
                 return
             with _folder(into) as dest:
                 os.mkdir(dest_name, dir_fd=dest)
-                try:
-                    src_dir = os.open(name, O_DIR, dir_fd=folder)
-                except OSError as exc:
-                    self.note(Finding("special", where, f"cannot be opened as a folder without a link: {exc.strerror}"))
+                if (src_dir := self._open_folder(folder, name, where)) is None:
                     return
                 try:
                     dest_dir = os.open(dest_name, O_DIR, dir_fd=dest)
@@ -218,6 +215,14 @@ class Collection:
             target = f" (to {os.readlink(name, dir_fd=folder)[:200]!r})" if what == "symlink" else ""
             self.note(Finding(what, where, f"not a file or folder; not followed or copied{target}"))
 
+    def _open_folder(self, folder: int, name: str, where: str) -> int | None:
+        """The folder `name` in `folder`, opened without following a link; None, with the finding noted, if not."""
+        try:
+            return os.open(name, O_DIR, dir_fd=folder)
+        except OSError as exc:
+            self.note(Finding("special", where, f"cannot be opened as a folder without a link: {exc.strerror}"))
+            return None
+
     def _copy_children(self, src_dir: int, into: _Into, where: str, depth: int, max_depth: int) -> None:
         for child in sorted(os.listdir(src_dir)):
             self._copy_node(src_dir, child, into, child, f"{where}/{child}", depth=depth + 1, max_depth=max_depth)
@@ -230,10 +235,7 @@ class Collection:
             into.copied = True  # as the copy's mkdir, before the folder is opened
         elif isinstance(into, tuple):
             into[0].entry(dest_name, file=False)
-        try:
-            src_dir = os.open(name, O_DIR, dir_fd=folder)
-        except OSError as exc:
-            self.note(Finding("special", where, f"cannot be opened as a folder without a link: {exc.strerror}"))
+        if (src_dir := self._open_folder(folder, name, where)) is None:
             return
         try:
             self._copy_children(src_dir, (into,) if isinstance(into, FolderRead) else None, where, depth, max_depth)
