@@ -4,8 +4,9 @@ holds a trajectory to, so a core field a Harbor reader sees cannot quietly disag
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
+
+from orchestrator.evidence.jsonread import strings
 
 __all__ = [
     "ANSWER_PLACES",
@@ -85,18 +86,6 @@ def last_agent_step(steps: list[Any]) -> dict[str, Any] | None:
     return next((s for s in reversed(steps) if isinstance(s, dict) and s.get("source") == "agent"), None)
 
 
-def _strings(value: Any) -> Iterator[str]:
-    pending = [value]
-    while pending:
-        v = pending.pop()
-        if isinstance(v, str):
-            yield v
-        elif isinstance(v, dict):
-            pending += v.values()
-        elif isinstance(v, list):
-            pending += v
-
-
 def answer_held(step: dict[str, Any] | None, answer: str, place: str) -> bool:
     """Whether the last agent step shows `answer` at `place` (one of ANSWER_PLACES). No answer ("") is shown at
     "message" where no last agent message reads as one (a Harbor reader takes one without tool calls for it)."""
@@ -112,7 +101,7 @@ def answer_held(step: dict[str, Any] | None, answer: str, place: str) -> bool:
         return not calls and message == answer
     if place == "message_text":
         return answer in message
-    values = (v for tc in calls if isinstance(tc, dict) for v in _strings(tc.get("arguments")))
+    values = (v for tc in calls if isinstance(tc, dict) for v in strings(tc.get("arguments")))
     if place == "tool_arguments":
         return any(v == answer for v in values)
     return any(answer in v for v in values)

@@ -7,7 +7,6 @@ import json
 from collections import Counter
 from typing import Any
 
-from orchestrator.checks.bodies import strings
 from orchestrator.checks.evidence import WITHHELD, Evidence, withheld
 from orchestrator.checks.join import (
     Key,
@@ -22,6 +21,7 @@ from orchestrator.checks.join import (
     witness_key,
 )
 from orchestrator.checks.model import Kind, check
+from orchestrator.evidence.jsonread import strings
 
 __all__ = ["rollout_key", "witness_key"]
 

@@ -10,11 +10,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from orchestrator.checks.bodies import strings
 from orchestrator.checks.continuation import text_of
 from orchestrator.checks.evidence import Evidence, withheld
 from orchestrator.checks.join import shared
 from orchestrator.checks.model import Kind, check
+from orchestrator.evidence.jsonread import strings
 from orchestrator.evidence.validate import validate
 
 __all__ = ["NOTES_PATH", "Turn", "known_notes", "wire_turns"]

@@ -4,25 +4,11 @@ reply's text and the tool-call ids it issued, and whether a recorded body is the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from orchestrator.evidence.jsonread import JsonFault, loads
 
-__all__ = ["body_difference", "first_user_message", "reply_call_ids", "reply_text", "strings"]
-
-
-def strings(value: Any) -> Iterator[str]:
-    """Every string a parsed JSON value holds, at any depth (keys left out)."""
-    pending = [value]
-    while pending:
-        v = pending.pop()
-        if isinstance(v, str):
-            yield v
-        elif isinstance(v, dict):
-            pending += v.values()
-        elif isinstance(v, list):
-            pending += v
+__all__ = ["body_difference", "first_user_message", "reply_call_ids", "reply_text"]
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ __all__ = [
     "read_bytes",
     "read_chunks",
     "read_json",
+    "strings",
 ]
 
 MAX_DEPTH = 128  # our own formats nest under 10 levels; harness logs a few dozen at most
@@ -327,3 +328,16 @@ def read_json(path: Path, max_bytes: int = MAX_FILE_BYTES, max_depth: int = MAX_
             return loads(read_bytes(path, max_bytes), max_depth)
     except JsonFault as exc:
         raise JsonFault(f"{path.name}: {exc}") from None
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string a parsed JSON value holds, at any depth (keys left out)."""
+    pending = [value]
+    while pending:
+        v = pending.pop()
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            pending += v.values()
+        elif isinstance(v, list):
+            pending += v
