@@ -99,11 +99,10 @@ def history_call_mismatches(ev: Evidence) -> list[str]:
                 call = sent.get(tc.get("tool_call_id"))
                 if call is None:
                     continue  # a call the wire never issued (a harness's own prefill) is not the wire's to judge
-                where = f"invocation {inv.get('invocation_id')}: conversation[{n}]"
                 if parsed_arguments(tc.get("arguments")) != call.get("arguments"):
                     reasons.append(
-                        f"{where} gives {call['tool_call_id']} the arguments {tc.get('arguments')!r}, sent "
-                        f"{call.get('arguments')!r}"
+                        f"invocation {inv.get('invocation_id')}: conversation[{n}] gives {call['tool_call_id']} the "
+                        f"arguments {tc.get('arguments')!r}, sent {call.get('arguments')!r}"
                     )
     return reasons
 

@@ -85,10 +85,9 @@ def steps_witness_times(ev: Evidence) -> list[str]:
         start = times.parse(firsts[first].get("started_at"))
         nxt = firsts[last + 1] if last + 1 < len(firsts) else None
         until = times.parse(nxt.get("started_at")) if nxt is not None else _last_event(ev, times)
-        name = f"step {s.get('step_no')!r} of invocation {s.get('invocation_id')!r}"
         if start is not None and when < start - EARLY_START_LIMIT:
             reasons.append(
-                f"{name}: timestamp {s['timestamp']} more than {EARLY_START_LIMIT.seconds} s before its first "
+                f"{_step_name(s)}: timestamp {s['timestamp']} more than {EARLY_START_LIMIT.seconds} s before its first "
                 f"request ({firsts[first]['attempt_id']}) arrived at {firsts[first]['started_at']}"
             )
         if until is not None and when > until + CLOCK_TOLERANCE:
@@ -97,13 +96,17 @@ def steps_witness_times(ev: Evidence) -> list[str]:
                 if nxt is not None
                 else f"the last event on the wire, at {until.isoformat()}"
             )
-            reasons.append(f"{name}: timestamp {s['timestamp']} after {after}")
+            reasons.append(f"{_step_name(s)}: timestamp {s['timestamp']} after {after}")
     if not judged and not reasons:
         raise Unverifiable(
             "gap steps.calls_unjoined: no timestamped step references a call that pairs with an attempt on the wire "
             "(a call recorded with neither status nor response id, as ATIF's core fields hold one, joins none)"
         )
     return reasons
+
+
+def _step_name(s: dict[str, Any]) -> str:
+    return f"step {s.get('step_no')!r} of invocation {s.get('invocation_id')!r}"
 
 
 def _last_event(ev: Evidence, times: TimeCache) -> datetime | None:

@@ -9,6 +9,7 @@ import pytest
 
 from orchestrator.checks.catalogue import LIES
 from orchestrator.report import build_summary, render_html, render_markdown
+from orchestrator.report.findings import label_cells
 from tests.unit.report.conftest import Run
 
 T0, T1 = "2025-01-01T12:00:00Z", "2025-01-01T12:05:00Z"
@@ -61,3 +62,20 @@ def test_markdown_gives_the_summary_first_and_every_reason_folded(summary: dict[
             words = re.sub(r"[^A-Za-z0-9 ]", "", reason)[:40]
             assert words in re.sub(r"[^A-Za-z0-9 ]", "", text), (s, c["id"], reason)
     assert "<details><summary>" in text and "</details>" in text
+
+
+def _check(cid: str, status: str, evidence: list[str], reasons: list[str] | None = None) -> dict[str, Any]:
+    return {"id": cid, "status": status, "kind": "behavioral", "evidence": evidence, "reasons": reasons or []}
+
+
+def test_overview_cells_count_the_failed_results_of_each_label() -> None:
+    episodes = [
+        {"checks": [_check("a", "fail", ["E1"]), _check("b", "pass", ["E1", "E2"]), _check("c", "not_applicable", [])]},
+        {"checks": [_check("a", "fail", ["E1"]), _check("d", "fail", ["E2"], ["blocked by a"])]},
+        {"checks": [{**_check("p", "fail", []), "kind": "process"}, _check("e", "not_applicable", ["E3", "E4"])]},
+    ]
+    cells = label_cells(iter(episodes))
+    assert cells["E1"] == "✗ 2"  # two failed results; the pass beside them does not hide them
+    assert cells["E2"] == "✓"  # a blocked failure speaks for no label: its blocker is counted
+    assert cells["E3"] == cells["E4"] == "—"  # only not applicable: neither passed nor failed
+    assert cells["process"] == "✗ 1"
