@@ -72,6 +72,10 @@ def label_cell(failed: int, passed: bool) -> str:
     return f"✗ {failed}" if failed else ("✓" if passed else "—")
 
 
+# Where a result is counted in its label's tally; any other status (not applicable) is counted nowhere.
+_TALLY = {"fail": 0, "pass": 1}
+
+
 def _tallies(episodes: Iterator[dict[str, Any]]) -> dict[str, list[int]]:
     """Per label: [results failed, results passed]. Counted, not listed: an audit of 10,000 episodes has a million
     results, and the cells need two numbers each."""
@@ -80,16 +84,13 @@ def _tallies(episodes: Iterator[dict[str, Any]]) -> dict[str, list[int]]:
         for c in e["checks"]:
             at = _TALLY.get(c["status"])
             if at is None:
-                continue  # not applicable: the cell counts only what failed and what passed
+                continue
             for label in labels_of(c):
                 if label in out:
                     out[label][at] += 1
             if c["kind"] == "process":
                 out["process"][at] += 1
     return out
-
-
-_TALLY = {"fail": 0, "pass": 1}
 
 
 def label_cells(episodes: Iterator[dict[str, Any]]) -> dict[str, str]:
