@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,9 @@ from orchestrator.report.table import HarnessView
 __all__ = ["LABEL_IDS", "Wrong", "Wrongs", "label_cell", "label_cells", "labels_of", "wrongs"]
 
 LABEL_IDS = tuple(label.id for label in LABELS)
+# Scenario names a finding lists before it counts the rest: above the catalogue's size, so a catalogue's findings
+# name every scenario, while an audit of 10,000 failing episodes neither holds nor prints 10,000 names a line.
+SHOWN_SCENARIOS = 30
 
 
 def _blocked(check: dict[str, Any]) -> bool:
@@ -25,9 +28,16 @@ class Wrong:
 
     check: str
     lie: str
-    scenarios: list[str] = field(default_factory=list)
+    scenarios: list[str] = field(default_factory=list)  # the first SHOWN_SCENARIOS it failed in
+    count: int = 0  # the scenarios it failed in, all of them
     example_scenario: str = ""
     example: str = ""  # the first reason of the first scenario it failed in
+
+    def where(self, name: Callable[[str], str] = str) -> str:
+        """The scenarios it failed in, each written by `name`, the ones past those listed counted."""
+        listed = ", ".join(map(name, self.scenarios))
+        more = self.count - len(self.scenarios)
+        return f"{listed} and {more:,} more" if more > 0 else listed
 
 
 @dataclass
@@ -52,7 +62,9 @@ def wrongs(view: HarnessView) -> Wrongs:
                 w = found[c["id"]] = Wrong(c["id"], LIES.get(c["id"], c["id"]))
                 w.example_scenario = e["scenario"]
                 w.example = c["reasons"][0] if c["reasons"] else ""
-            w.scenarios.append(e["scenario"])
+            w.count += 1
+            if w.count <= SHOWN_SCENARIOS:
+                w.scenarios.append(e["scenario"])
     return Wrongs(list(found.values()), blocked)
 
 

@@ -50,7 +50,7 @@ def html_lead(tables: list[HarnessView]) -> Iterator[str]:
             href = episode_href(t.name, w.example_scenario)
             yield (
                 f'<li data-check="{esc(w.check)}"><b>{esc(w.lie)}</b> (<code>{esc(w.check)}</code>; in '
-                f"{esc(', '.join(w.scenarios))})<br>for example, "
+                f"{esc(w.where())})<br>for example, "
                 f'<a class="episode" href="{esc(href)}">{esc(w.example_scenario)}</a>: '
                 f"{esc(shorten(w.example, 300))}</li>"
             )
@@ -77,7 +77,7 @@ def markdown_lead(tables: list[HarnessView]) -> Iterator[str]:
         if not found.items:
             yield "Nothing: every applicable check passes in every scenario."
         for w in found.items:
-            yield f"- {md(w.lie)} (`{w.check}`; in {md(', '.join(w.scenarios))})"
+            yield f"- {md(w.lie)} (`{w.check}`; in {md(w.where())})"
             if w.example:
                 yield f"  - for example, {md(f'{w.example_scenario}: {w.example}', 240)}"
         if found.blocked:

@@ -73,7 +73,7 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
     if not found.items:
         lines.append("Nothing: every applicable check passes in every scenario.")
     for w in found.items:
-        lines.append(f"- {w.lie} (`{w.check}`; in {', '.join(f'`{s}`' for s in w.scenarios)})")
+        lines.append(f"- {w.lie} (`{w.check}`; in {w.where(lambda s: f'`{s}`')})")
         if w.example:
             lines.append(f"  - for example, {md(f'{w.example_scenario}: {w.example}', 240)}")
     if found.blocked:

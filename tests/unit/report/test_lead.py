@@ -9,7 +9,9 @@ import pytest
 
 from orchestrator.checks.catalogue import LIES
 from orchestrator.report import build_summary, render_html, render_markdown
-from orchestrator.report.findings import label_cells
+from orchestrator.report.findings import label_cells, wrongs
+from orchestrator.report.lead import markdown_lead
+from orchestrator.report.table import HarnessView
 from tests.unit.report.conftest import Run
 
 T0, T1 = "2025-01-01T12:00:00Z", "2025-01-01T12:05:00Z"
@@ -79,3 +81,17 @@ def test_overview_cells_count_the_failed_results_of_each_label() -> None:
     assert cells["E2"] == "✓"  # a blocked failure speaks for no label: its blocker is counted
     assert cells["E3"] == cells["E4"] == "—"  # only not applicable: neither passed nor failed
     assert cells["process"] == "✗ 1"
+
+
+@pytest.mark.parametrize(("failing", "listed"), [(30, 30), (31, 30), (10_000, 30)])
+def test_a_finding_names_its_first_scenarios_and_counts_the_rest(failing: int, listed: int) -> None:
+    episodes = [{"scenario": f"s{i}", "checks": [_check("a", "fail", ["E1"], ["why"])]} for i in range(failing)]
+    view = HarnessView("h", "fail", {}, failing, (), lambda: iter(()), lambda: iter(episodes))
+    (found,) = wrongs(view).items
+    assert found.count == failing and found.scenarios == [f"s{i}" for i in range(listed)]
+    more = f" and {failing - listed:,} more" if failing > listed else ""
+    assert found.where() == ", ".join(f"s{i}" for i in range(listed)) + more
+    assert found.where(lambda s: f"`{s}`").endswith(f"`s{listed - 1}`{more}")
+    lead = "\n".join(markdown_lead([view]))
+    assert f"in {', '.join(f's{i}' for i in range(listed))}{more})" in lead
+    assert f"s{listed}," not in lead and not lead.count(f"s{listed})")
