@@ -17,7 +17,7 @@ from orchestrator.checks.join import (
     shared,
 )
 from orchestrator.checks.model import Kind, Unverifiable, check
-from orchestrator.checks.times import TimeCache
+from orchestrator.checks.times import TimeCache, latest
 from orchestrator.checks.wire import CLOCK_TOLERANCE, EARLY_START_LIMIT
 
 __all__: list[str] = []
@@ -111,9 +111,7 @@ def _step_name(s: dict[str, Any]) -> str:
 
 def _last_event(ev: Evidence, times: TimeCache) -> datetime | None:
     """When the last event on the wire was written (the proxy's `end`, when it shut down cleanly)."""
-    return shared(
-        ev, "last_event", lambda e: max(filter(None, map(times.parse, (x.get("at") for x in e.w.events))), default=None)
-    )
+    return shared(ev, "last_event", lambda e: latest((x.get("at") for x in e.w.events), times))
 
 
 def _name(c: dict[str, Any]) -> str:
