@@ -43,10 +43,10 @@ def latest(values: Iterable[Any], times: TimeCache) -> datetime | None:
     """The latest of the values that are times (anything else is passed over), None when none is.
 
     The proxy writes every witness time in one UTC form and width: those are compared as text, in C, and only the
-    latest is parsed (a 400,000-event witness holds about as many distinct times). Any other mix is parsed value by
-    value.
+    latest is parsed (a 400,000-event witness holds about as many distinct microsecond times). Any other mix is
+    parsed value by value.
     """
-    # Nothing else can be a time. A run of equal texts is taken once: events written in one millisecond share one.
+    # Nothing else can be a time. A run of equal texts (a coarse clock, a synthetic witness) is taken once.
     texts = [t for t, _ in groupby(v for v in values if isinstance(v, str))]
     if texts and len(set(map(len, texts))) == 1 and all(map(_UTC_TEXT.fullmatch, texts)):
         found = times.parse(max(texts))
