@@ -42,6 +42,7 @@ from orchestrator.runtime import (
 from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
 from orchestrator.stop import RunInterrupted, SuiteResult, cut_short, drop_unplayed, partial_run
+from orchestrator.tempdirs import sweep_tempdirs
 from orchestrator.versions import image_version
 
 log = structlog.get_logger(__name__)
@@ -175,6 +176,9 @@ def run_suite(
     make_output(cfg.output)
     run_id = new_run_id()
     engine.sweep()
+    # A killed run's temporary folders on this machine (normalizer output), whatever runtime it used.
+    if swept := sweep_tempdirs():
+        log.info("removed the temporary folders of runs that no longer exist", folders=swept)
     try:
         return _run(cfg, engine, out, run_id, on_build_line, on_episode, on_harness_ended)
     except BaseException as stopped:

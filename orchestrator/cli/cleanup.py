@@ -9,6 +9,7 @@ import typer
 from orchestrator.cli.common import Runtime, runtime_settings
 from orchestrator.runtime.docker import CleanupIncomplete
 from orchestrator.runtime.select import RUNTIMES, cleanup_everywhere
+from orchestrator.tempdirs import sweep_tempdirs
 
 
 def cleanup(
@@ -25,7 +26,8 @@ def cleanup(
     runtime: Runtime = None,
 ) -> None:
     """Remove containers, volumes and networks labelled harness-probe.run (Docker, Podman) and the pods' processes
-    and work directories (Apptainer). Every runtime that answers, unless --runtime names one.
+    and work directories (Apptainer). Every runtime that answers, unless --runtime names one. Also the temporary
+    folders (normalizer output, SQLite copies) that killed runs of this user left in the temporary directory.
 
     A run removes what it created, also on Ctrl-C and timeouts, and the next run on the same runtime sweeps what a
     killed run left; this is for the explicit case. Runs whose owner process (host, pid, start time: the owner
@@ -43,6 +45,9 @@ def cleanup(
             typer.echo(f"{name}: skipped ({counts})")
         else:
             typer.echo(f"{name}: " + ", ".join(f"{n} {k}" for k, n in counts.items()) + " removed")
+    # Only surely dead processes' folders, whatever --force and --run-id say: a live run removes its own, and a
+    # folder names no run.
+    typer.echo(f"temporary folders of killed runs: {len(sweep_tempdirs())} removed")
     for run, owner in sorted((spared or {}).items()):
         typer.echo(f"spared run {run}: its owner process {owner} may be alive (--force removes it)")
     if any(isinstance(counts, CleanupIncomplete) for counts in found.values()):

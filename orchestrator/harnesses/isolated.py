@@ -21,6 +21,7 @@ from orchestrator.evidence.jsonread import MAX_DEPTH, JsonFault, read_json
 from orchestrator.evidence.text import clean
 from orchestrator.harnesses.base import Harness, NormalizeError
 from orchestrator.records import Rollout
+from orchestrator.tempdirs import owned_tempdir
 
 __all__ = ["NormalizeBudget", "Normalizer", "normalize_isolated", "start_server"]
 
@@ -74,7 +75,7 @@ class Normalizer:
     def start(self) -> None:
         if self._proc is not None:
             return
-        self._tmp = tempfile.TemporaryDirectory(prefix="probe-normalize-")
+        self._tmp = owned_tempdir("probe-normalize-")
         receive, self._order = _FORKS.Pipe(duplex=False)
         args = (self._target, self._options, self.budget.memory_bytes, receive, self._tmp.name)
         self._proc = _FORKS.Process(target=_forked, args=args, name="normalizer", daemon=True)

@@ -7,13 +7,13 @@ import re
 import shutil
 import sqlite3
 import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.tempdirs import owned_tempdir
 
 __all__ = ["QUERY_SECONDS", "readonly_copy"]
 
@@ -34,7 +34,7 @@ def readonly_copy(
     an endless recursive query), and every statement on the connection is interrupted at the deadline.
     """
     # A copy, so nothing (not even SQLite's WAL recovery writing -shm) touches the collected evidence.
-    with tempfile.TemporaryDirectory(prefix="probe-sqlite-") as tmp:
+    with owned_tempdir("probe-sqlite-") as tmp:
         for name in (db_name, f"{db_name}-wal", f"{db_name}-shm"):
             _copy_regular(folder / name, Path(tmp) / name, db_name)
         uri = (Path(tmp) / db_name).as_uri() + "?mode=ro"

@@ -12,6 +12,7 @@ import random
 import secrets
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 from orchestrator.evidence import load_json
 from orchestrator.runtime import Engine
 from orchestrator.runtime.spec import OWNER_LABEL, ContainerSpec, create_labels
+from orchestrator.tempdirs import KINDS, OWNER_FILE
 from tests.integration.conftest import HP, Images, hp, labelled, partial_summary
 from tests.integration.test_isolation import host_addresses
 
@@ -186,6 +188,17 @@ def _objects_of(engine: Engine, pid: int) -> list[str]:
     return found
 
 
+def _tempdirs_of(pid: int) -> list[str]:
+    """Every host temporary folder of ours whose owner file names process `pid` of this machine."""
+    found = []
+    for d in Path(tempfile.gettempdir()).iterdir():
+        owner = d / OWNER_FILE
+        mine = d.name.startswith(KINDS) and not d.is_symlink() and owner.is_file()
+        if mine and owner.read_text().split("/")[-2] == str(pid):
+            found.append(str(d))
+    return found
+
+
 # Each moment gets an INT or a TERM or both (the machine's CPU bounds how many real runs a test may start).
 # Every moment with both signals; then a few at seeded random delays past the harness's start, where the pod's
 # objects are being created, used and removed.
@@ -239,6 +252,9 @@ def test_a_killed_run_is_swept_by_the_next(moment: str, engine: Engine, images: 
     run.signal(signal.SIGKILL)
     left = _objects_of(engine, run.proc.pid)
     assert left, "SIGKILL left nothing to sweep (the run was killed too early or too late)"
+    # The episode's normalizer is started as the harness is: by collection its folder is surely there.
+    folders = _tempdirs_of(run.proc.pid)
+    assert folders or moment != "collection", "SIGKILL during collection left no normalizer folder to sweep"
     # The next run on this engine removes them first thing, and says what it removed; it is then interrupted.
     nxt = _Run(tmp_path / "next")
     nxt.wait_for("image up to date")
@@ -248,6 +264,7 @@ def test_a_killed_run_is_swept_by_the_next(moment: str, engine: Engine, images: 
     for obj in left:
         assert obj.split(" ", 1)[1] in log
     assert _objects_of(engine, run.proc.pid) == []
+    assert [f for f in folders if Path(f).exists()] == [] and _tempdirs_of(run.proc.pid) == []
     assert not (tmp_path / "killed" / "summary.json").exists()
 
 
