@@ -29,6 +29,11 @@ __all__ = ["PAGE", "render_episode", "write_episode_page"]
 PAGE = "episode.html"
 HISTORY_CHARS = 6000  # of one request's history shown; the witness holds all of it
 MAX_NATIVE_LINKS = 50
+# Native files linked from the page: types a browser shows as text or downloads (see _inert). Lower case.
+_INERT_SUFFIXES = frozenset(
+    {"json", "jsonl", "ndjson", "txt", "log", "md", "yaml", "yml", "toml", "csv", "db", "sqlite", "sqlite3"}
+)
+_UNLINKED = "not linked: a browser could run it as a page (it is in the episode folder)"
 
 _CSS = """
 :root { --ok:#d9f2df; --ok-fg:#14632f; --bad:#fbdcdc; --bad-fg:#a11b1b; --line:#d5d9e0; --muted:#5b6472; }
@@ -220,6 +225,18 @@ def _link(root: Path, name: str) -> str:
     return f'<a href="{esc(quote(name))}">{esc(name)}</a>'
 
 
+def _inert(name: str) -> bool:
+    """Whether a browser shows a file of this name as text (or downloads it), never as a page that runs script.
+
+    Measured in Chromium over file://: .json, .jsonl, .db and a name without a dot are text/plain (Chromium does not
+    sniff file:// for HTML), .log text/x-log, .md text/markdown, .csv and .yaml downloaded. Anything else (.html,
+    .svg, .xml, .xhtml, .shtml, .mhtml, a suffix no one measured) is left unlinked: a harness's `log.html` would
+    run its script from the page's own folder with one click.
+    """
+    stem, dot, suffix = name.rpartition(".")
+    return not dot or (bool(stem) and suffix.lower() in _INERT_SUFFIXES)
+
+
 def _native_links(root: Path) -> str:
     native = root / "native"
     if not native.is_dir() or native.is_symlink():
@@ -233,9 +250,15 @@ def _native_links(root: Path) -> str:
                 break
         if len(files) >= MAX_NATIVE_LINKS:
             break
-    items = "".join(f'<li><a href="{esc(quote(f))}">{esc(f)}</a></li>' for f in files)
+    items = []
+    for f in files:
+        if _inert(f.rpartition("/")[2]):
+            # The bytes, not the str: a name that is not UTF-8 holds lone surrogates quote() cannot encode.
+            items.append(f'<li><a href="{esc(quote(os.fsencode(f)))}">{esc(f)}</a></li>')
+        else:
+            items.append(f"<li><code>{esc(f)}</code> <i>{_UNLINKED}</i></li>")
     more = "+" if len(files) >= MAX_NATIVE_LINKS else ""
-    return f"<details><summary>native files ({len(files)}{more})</summary><ul>{items}</ul></details>"
+    return f"<details><summary>native files ({len(files)}{more})</summary><ul>{''.join(items)}</ul></details>"
 
 
 def _findings(failing: list[dict[str, Any]], unplaced: list[Mark]) -> Iterator[str]:
