@@ -81,7 +81,7 @@ class OutputExists(InputError, FileExistsError):
 
 
 class OutputUnwritable(InputError, OSError):
-    """The output directory cannot be made where it was asked for."""
+    """The output directory, or an output file an option names, cannot be made or written where it was asked for."""
 
 
 class InputChanged(InputError, RuntimeError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -15,6 +16,7 @@ log = structlog.get_logger(__name__)
 
 __all__ = [
     "EPISODE_MEMORY_GIB",
+    "MAX_SHARDS",
     "Stopped",
     "default_jobs",
     "long_first",
@@ -27,6 +29,9 @@ T = TypeVar("T")
 # One episode is a proxy (1 GiB limit) plus a harness; Node harnesses use most of another GiB.
 EPISODE_MEMORY_GIB = 2.0
 MAX_DEFAULT_JOBS = 8
+# Far more slices than any batch engine runs for one grid; a larger N is a typo.
+MAX_SHARDS = 100_000
+_SHARD = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*")
 
 
 class Stopped(RuntimeError):
@@ -47,10 +52,17 @@ def default_jobs() -> int:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """`I/N` (1-based) -> (I, N); ValueError names what is wrong."""
-    index, sep, count = text.partition("/")
-    if not sep or not index.strip().isdigit() or not count.strip().isdigit():
-        raise ValueError(f"--shard {text!r} is not I/N (e.g. 1/4)")
+    """`I/N` (1-based, ASCII digits, N at most MAX_SHARDS) -> (I, N); ValueError names --shard and what is wrong."""
+    # ASCII only: str.isdigit() takes '²' and other digits int() refuses.
+    found = _SHARD.fullmatch(text)
+    if found is None:
+        raise ValueError(f"--shard {text!r} is not I/N: two whole numbers in digits 0-9 (e.g. 1/4)")
+    # Leading zeros dropped and the length bounded first: int() refuses a string of over 4300 digits.
+    index, count = (digits.lstrip("0") or "0" for digits in found.groups())
+    if len(count) > len(str(MAX_SHARDS)) or int(count) > MAX_SHARDS:
+        raise ValueError(f"--shard {text!r}: N is at most {MAX_SHARDS}")
+    if len(index) > len(count):
+        raise ValueError(f"--shard {text!r}: need 1 <= I <= N")
     i, n = int(index), int(count)
     if n < 1 or not 1 <= i <= n:
         raise ValueError(f"--shard {text!r}: need 1 <= I <= N")

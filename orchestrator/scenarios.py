@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,15 +127,47 @@ def _within_budget(text: bytes, path: Path) -> None:
             depth -= 1
 
 
-def load_scenario(ref: str | Path) -> Scenario:
-    """A scenario by name (from scenarios/) or by path; FormatError names every fault by JSONPath."""
+def _looks_like_a_path(ref: str) -> bool:
+    return "/" in ref or os.sep in ref or ref.endswith((".yaml", ".yml"))
+
+
+def _scenario_file(ref: str | Path) -> Path:
+    """The file `ref` names: a shipped scenario by name, else a path. FormatError says why there is none to read:
+    an unknown name (with the known ones), a path that does not exist, a folder, not a regular file, or the OS's
+    reason it cannot be looked at."""
+    text = str(ref)
+    if not _looks_like_a_path(text):
+        shipped = SCENARIOS_DIR / f"{text}.yaml"
+        if shipped.is_file():
+            return shipped
+        # A bare name that is no scenario but is there on disk (`-s somedir`) is read as the path it is.
+        if not text.strip() or not os.path.lexists(text):
+            known = ", ".join(s.name for s in list_scenarios())
+            raise FormatError(text, [Fault("$", f"no such scenario (known: {known})")])
     path = Path(ref)
-    if path.suffix not in (".yaml", ".yml"):
-        path = SCENARIOS_DIR / f"{ref}.yaml"
-    if not path.is_file():
-        known = ", ".join(s.name for s in list_scenarios())
-        raise FormatError(str(ref), [Fault("$", f"no such scenario (known: {known})")])
-    text = path.read_bytes()
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise FormatError(text, [Fault("$", f"scenario file {text} does not exist")]) from None
+    except OSError as exc:
+        raise FormatError(text, [Fault("$", f"cannot read scenario file {text}: {exc.strerror or exc}")]) from None
+    if stat.S_ISDIR(mode):
+        raise FormatError(text, [Fault("$", f"{text} is a folder, not a scenario file")])
+    if not stat.S_ISREG(mode):  # a FIFO or a device would block the read or never end
+        raise FormatError(
+            text, [Fault("$", f"{text} is not a regular file (a FIFO, device or socket), not a scenario file")]
+        )
+    return path
+
+
+def load_scenario(ref: str | Path) -> Scenario:
+    """A scenario by name (from scenarios/) or by path; FormatError names every fault by JSONPath, and a file that
+    is missing, a folder or unreadable by its reason."""
+    path = _scenario_file(ref)
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(str(ref), [Fault("$", f"cannot read scenario file {ref}: {exc.strerror or exc}")]) from None
     try:
         _within_budget(text, path)
         raw = yaml.safe_load(text)

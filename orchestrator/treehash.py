@@ -15,6 +15,7 @@ from typing import Any
 
 from orchestrator.evidence import Fault, FormatError, fragment_faults, validate
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES
+from orchestrator.evidence.text import is_text
 from orchestrator.runtime.tarstream import MAX_TREE_DEPTH
 
 __all__ = ["MAX_SOURCE_FILES", "TreeHashes", "walk", "write_audit_record"]
@@ -26,6 +27,7 @@ _BATCH = 1000
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _O_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _READ = 1 << 20
+_SIZED = "size:"  # what stands for a file not read: its size and modification time
 _QUOTE = '"'
 # A file whose status last changed this long before the first walk began is "settled": any write since would have
 # set its change time (the kernel's clock, never settable by a user; coarse to a tick or, on some file systems, a
@@ -38,10 +40,46 @@ def walk(root: Path) -> Iterator[tuple[str, str]]:
     """(path relative to root, sha256) of every regular file below root, sorted by path as strings sort.
 
     Links and special files are named (`not-a-file:<mode>`), never followed, opened or read; a file over the read
-    cap is named by size and time; a folder deeper than MAX_TREE_DEPTH is named (`<path>/`), not entered.
+    cap is named by size and time; a folder deeper than MAX_TREE_DEPTH is named (`<path>/`), not entered; a file or
+    folder that cannot be opened or read is named with the system's reason (`unreadable:<reason>`).
     """
     for rel, mode, folder, name in _files(root):
-        yield rel, (_digest(folder, name)[0] if mode == stat.S_IFREG else f"not-a-file:{mode:o}")
+        yield rel, _describe(mode, folder, name)[0]
+
+
+class _Budget:
+    """Bytes a walk may still read to hash files: past it a file is named by its size and time, as one over the read
+    cap is. A harness can leave a hundred sparse files of 255 MiB that take no disk and minutes to read."""
+
+    def __init__(self, left: int | None) -> None:
+        self.left = left
+
+    def take(self, size: int) -> bool:
+        if self.left is None:
+            return True
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
+
+
+def _describe(mode: int, folder: int, name: str, budget: _Budget | None = None) -> tuple[str, os.stat_result | None]:
+    """What stands for a listed file in the walk: _digest's for a regular file, its kind for anything else, and
+    for a folder _files did not enter, why not when it cannot be opened."""
+    if mode == stat.S_IFREG:
+        return _digest(folder, name, budget)
+    if mode == stat.S_IFDIR:
+        try:
+            os.close(os.open(name, _O_DIR, dir_fd=folder))
+        except OSError as exc:
+            return _unreadable(exc), None
+    return f"not-a-file:{mode:o}", None
+
+
+def _unreadable(exc: OSError) -> str:
+    # Not a hash (never 64 hex digits): left out of audit.json's inputs as links are, and it still shows a change
+    # when the file becomes readable or fails another way. A system's reason holds no tab (the spool's separator).
+    return f"unreadable:{exc.strerror or type(exc).__name__}"
 
 
 def _files(root: Path) -> Iterator[tuple[str, int, int, str]]:
@@ -66,7 +104,13 @@ def _files(root: Path) -> Iterator[tuple[str, int, int, str]]:
                     yield prefix + name + "/", mode, fd, name
                     continue
                 if mode == stat.S_IFDIR:
-                    sub = os.open(name, _O_DIR, dir_fd=fd)
+                    try:
+                        sub = os.open(name, _O_DIR, dir_fd=fd)
+                    except OSError:
+                        # A folder that cannot be opened (no permission) is named like one past the cap; the
+                        # walk's reader says why (_describe).
+                        yield prefix + name + "/", mode, fd, name
+                        continue
                     stack.append((sub, prefix + name + "/", iter(_entries(sub))))
                     break
                 count += 1
@@ -105,16 +149,29 @@ def _entries(fd: int) -> list[tuple[str, int]]:
     return found
 
 
-def _digest(folder: int, name: str) -> tuple[str, os.stat_result | None]:
+def _digest(folder: int, name: str, budget: _Budget | None = None) -> tuple[str, os.stat_result | None]:
     """The file's hash (or what stands for it) and its status as read through the descriptor it was read by."""
+    try:
+        return _read_digest(folder, name, budget)
+    except OSError as exc:
+        # A saved file the audit cannot read (no permission, an I/O error) is the evidence's fault, not a crash:
+        # named with the reason, as a link is named by its kind.
+        return _unreadable(exc), None
+
+
+def _sized(st: os.stat_result) -> str:
+    return f"{_SIZED}{st.st_size}:mtime:{st.st_mtime_ns}"
+
+
+def _read_digest(folder: int, name: str, budget: _Budget | None) -> tuple[str, os.stat_result | None]:
     fd = os.open(name, _O_FILE, dir_fd=folder)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return f"not-a-file:{stat.S_IFMT(st.st_mode):o}", None  # it changed kind since it was listed
-        if st.st_size > MAX_FILE_BYTES:
+        if st.st_size > MAX_FILE_BYTES or (budget is not None and not budget.take(st.st_size)):
             # Hashing it would read it whole; its size and time still show a change.
-            return f"size:{st.st_size}:mtime:{st.st_mtime_ns}", None
+            return _sized(st), None
         # Sized to the file (a 1 MiB buffer for each of 100,000 small files costs more than reading them), and
         # one byte more: a read that comes back short has met the end, so most files take a single read.
         want = st.st_size + 1
@@ -137,9 +194,11 @@ class TreeHashes:
 
     `settled_before`: files whose status changed before this time (ns since the epoch, the kernel's clock) are
     compared by status in the second walk, not read again (default: SETTLED_NS before this walk begins).
+    `read_budget`: bytes read to hash files, in path order; a file past it is named by size and time (no limit
+    when None).
     """
 
-    def __init__(self, root: Path, settled_before: int | None = None) -> None:
+    def __init__(self, root: Path, settled_before: int | None = None, read_budget: int | None = None) -> None:
         self.root = root
         settled = time.time_ns() - SETTLED_NS if settled_before is None else settled_before
         # `<digest>\t<status>\t<path>` per line (status empty unless the file had settled): neither a digest nor a
@@ -147,12 +206,10 @@ class TreeHashes:
         # written as a JSON string instead.
         self._spool = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")  # noqa: SIM115 (closed by close())
         write = self._spool.write
+        budget = _Budget(read_budget)
         for rel, mode, folder, name in _files(root):
-            if mode == stat.S_IFREG:
-                digest, st = _digest(folder, name)
-                status = _status(st) if st is not None and st.st_ctime_ns < settled else ""
-            else:
-                digest, status = f"not-a-file:{mode:o}", ""
+            digest, st = _describe(mode, folder, name, budget)
+            status = _status(st) if st is not None and st.st_ctime_ns < settled else ""
             write(f"{digest}\t{status}\t{rel if rel.isprintable() and rel[:1] != _QUOTE else json.dumps(rel)}\n")
 
     def _lines(self) -> Iterator[tuple[str, str, str]]:
@@ -196,7 +253,13 @@ class TreeHashes:
 def _unchanged(file: tuple[str, int, int, str], digest: str, status: str) -> bool:
     _, mode, folder, name = file
     if mode != stat.S_IFREG:
-        return digest == f"not-a-file:{mode:o}"
+        return digest == _describe(mode, folder, name)[0]
+    if digest.startswith(_SIZED):
+        # Not read the first time (too large, or past the budget): compared as it was named, never read now.
+        try:
+            return _sized(os.stat(name, dir_fd=folder, follow_symlinks=False)) == digest
+        except OSError:
+            return False
     if status:
         try:
             if _status(os.stat(name, dir_fd=folder, follow_symlinks=False)) == status:
@@ -221,7 +284,8 @@ def write_audit_record(path: Path, record: dict[str, Any], hashes: TreeHashes) -
         first = True
         # Only files read are listed; links and special files (never read) only guard against change.
         for rel, digest in hashes.items():
-            if len(digest) != 64:
+            # A path that is not UTF-8 (a harness's file name) cannot be a key of JSON text: it guards, unlisted.
+            if len(digest) != 64 or not is_text(rel):
                 continue
             f.write(("{" if first else ",") + f"\n    {_string(rel)}: {_string(digest)}")
             first = False

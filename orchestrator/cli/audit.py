@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tarfile
 import tempfile
@@ -14,7 +15,9 @@ import typer
 
 from orchestrator.cli.common import say_why
 from orchestrator.cli.run import parse_harness_args, print_verdicts
+from orchestrator.errors import BadFile, BadOption
 from orchestrator.harnesses import get_harness
+from orchestrator.output import check_output, refuse_output_in_sources
 from orchestrator.runtime.collect import CollectLimits
 
 
@@ -64,6 +67,12 @@ def audit_command(
 
     Example: harness-probe audit out/ -o audited/
     """
+    if harness_arg and harness is None:
+        # Options of no harness would be dropped without a word: the audit would not be the one asked for.
+        raise BadOption("-a/--harness-arg sets an option of the harness given with -H/--harness; none was given")
+    # Before a published run is unpacked or anything is written: the output must not land in the evidence it reads.
+    refuse_output_in_sources(output, [source])
+    check_output(output)
     with contextlib.ExitStack() as stack:
         source = _published(source, stack)
         _audit(source, output, harness, harness_arg, rollout_format, collect_max_bytes, collect_max_files)
@@ -72,10 +81,9 @@ def audit_command(
 def _published(source: Path, stack: contextlib.ExitStack) -> Path:
     """A published run (docs/results/runs/HARNESS/: summaries and evidence.tar.gz) unpacked into a temporary run
     directory; any other source as it is."""
-    from orchestrator.audit import episode_names  # loaded on use: `run` needs none of it
     from orchestrator.report.published import ARCHIVE, EvidenceError, unpack_evidence
 
-    if episode_names(source) or not (source / ARCHIVE).is_file() or (source / ARCHIVE).is_symlink():
+    if _episodes(source) or not (source / ARCHIVE).is_file() or (source / ARCHIVE).is_symlink():
         return source
     run = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="harness-probe-published-"))) / "run"
     try:
@@ -88,6 +96,34 @@ def _published(source: Path, stack: contextlib.ExitStack) -> Path:
     return run
 
 
+def _episodes(source: Path, skipped: list[str] | None = None) -> list[tuple[str, str]]:
+    """episode_names, with a folder of the source that cannot be listed named (BadFile), never a crash."""
+    from orchestrator.audit import episode_names  # loaded on use: `run` needs none of it
+
+    try:
+        return episode_names(source, skipped)
+    except OSError as exc:
+        raise BadFile(f"{exc.filename or source}: the folder cannot be listed: {exc.strerror or exc}") from None
+
+
+def _unreadable_episodes(source: Path, found: list[tuple[str, str]]) -> list[str]:
+    """`<harness>/<scenario>: ...` for each folder that may be an episode but cannot be read (no permission): left
+    out as the folders without a scenario.json are, so it is named. One lstat for each folder not found."""
+    episodes = set(found)
+    out = []
+    for h in sorted(e.name for e in os.scandir(source) if e.is_dir(follow_symlinks=False)):
+        for s in sorted(e.name for e in os.scandir(source / h) if e.is_dir(follow_symlinks=False)):
+            if (h, s) in episodes:
+                continue
+            try:
+                os.lstat(source / h / s / "scenario.json")
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                out.append(f"{h}/{s}: it cannot be read: {exc.strerror or exc}")
+    return out
+
+
 def _audit(
     source: Path,
     output: Path,
@@ -97,14 +133,17 @@ def _audit(
     collect_max_bytes: int,
     collect_max_files: int,
 ) -> None:
-    from orchestrator.audit import atif_export_hint, audit, episode_names
+    from orchestrator.audit import atif_export_hint, audit
 
     if rollout_format == "probe" and harness is None and (hint := atif_export_hint(source)):
         typer.echo(f"harness-probe: {hint}", err=True)
         raise typer.Exit(2)
     skipped: list[str] = []
-    episode_names(source, skipped)
-    for why in skipped:
+    found = _episodes(source, skipped)
+    unreadable = _unreadable_episodes(source, found)
+    if not found and unreadable:
+        raise BadFile(f"{source}: no episodes found that can be read: {'; '.join(unreadable[:5])}")
+    for why in skipped + unreadable:
         typer.echo(f"skipped {why}", err=True)
     # Input errors (unknown harness, bad option or file, output exists, input changed) are the CLI root's to report.
     h = get_harness(harness, parse_harness_args(harness_arg or [])) if harness else None

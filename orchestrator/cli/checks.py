@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.results import REPO_ROOT
+from orchestrator.output import write_output_file
 
 app = typer.Typer(help="The checks of the evidence profile and the labels E1-E10 they carry.", no_args_is_help=True)
 
@@ -63,6 +64,6 @@ def docs(
     if output is None:
         typer.echo("harness-probe: not run from a harness-probe checkout; say where with --output FILE", err=True)
         raise typer.Exit(2)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render_evidence_doc())
+    # A folder, or a file on the way, is an OutputUnwritable the CLI root reports, named.
+    write_output_file(output, render_evidence_doc(), "--output file", parents=True)
     typer.echo(f"wrote {output}")

@@ -7,12 +7,15 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from orchestrator.evidence import validate
 from orchestrator.evidence.text import clean
 from orchestrator.harnesses import HARNESSES, IMAGE_FROM_OPTIONS
+from orchestrator.output import check_output_file, write_output_file
 from orchestrator.resources import checkout_root
+from orchestrator.runtime.select import RUNTIMES
 
 app = typer.Typer(no_args_is_help=True, help="CI helpers: select affected harnesses, publish the P0 check.")
 
@@ -47,7 +50,11 @@ def select_command(
     all_harnesses: Annotated[bool, typer.Option("--all", help="Select every harness (schedule, manual runs).")] = False,
     extra_runtime: Annotated[
         list[str] | None,
-        typer.Option("--extra-runtime", help="Also probe the reference harness under this runtime (repeatable)."),
+        typer.Option(
+            "--extra-runtime",
+            click_type=click.Choice(RUNTIMES),
+            help="Also probe the reference harness under this runtime (repeatable).",
+        ),
     ] = None,
     github_output: Annotated[
         Path | None,
@@ -60,12 +67,16 @@ def select_command(
 ) -> None:
     """Print the harnesses to probe as JSON (ci-selection/v1): harness files select that harness, shared code
     and dependencies select all, documentation selects none. With neither --base nor --changed-file nor --all,
-    paths are read from stdin.
+    paths are read from stdin (from a terminal, none are: that is refused, not waited on).
 
     Example: harness-probe ci select --base origin/main
     """
     from orchestrator.ci.select import GitError, changed_paths, image_parents, read_change_list, select  # on use
 
+    if github_output:
+        check_output_file(github_output, "--github-output file")  # before the selection is printed
+    if repo is not None and not repo.is_dir():
+        raise _fail(f"--repo {repo}: no such folder")
     repo = repo or checkout_root() or Path.cwd()
     paths: list[str] = []
     if all_harnesses:
@@ -80,6 +91,9 @@ def select_command(
             for listing in changed_file or []:
                 paths += read_change_list(listing.read_bytes(), str(listing))
             if not changed_file:
+                if sys.stdin.isatty():  # a user at a terminal would wait on nothing said
+                    raise _fail("nothing to select from: give --base REF, --changed-file FILE or --all, or pipe the "
+                                "changed paths on stdin")  # fmt: skip
                 paths = read_change_list(sys.stdin.buffer.read(), "stdin")
         except GitError as exc:
             raise _fail(str(exc)) from None
@@ -93,9 +107,8 @@ def select_command(
     validate(out, "ci-selection/v1", "selection")
     typer.echo(json.dumps(out, indent=2, sort_keys=True))
     if github_output:
-        with github_output.open("a") as f:
-            f.write(f"harnesses={json.dumps(sel.harnesses)}\n")
-            f.write(f"matrix={json.dumps(out['matrix'])}\n")
+        lines = f"harnesses={json.dumps(sel.harnesses)}\nmatrix={json.dumps(out['matrix'])}\n"
+        write_output_file(github_output, lines, "--github-output file", mode="a")
 
 
 @app.command("report")
@@ -136,6 +149,10 @@ def report_command(
     """
     from orchestrator.ci.report import check_run, collect, dumps, exit_code, render_markdown  # loaded on use
 
+    # Both files are checked before any is written: a wrong second path leaves no half of the outputs behind.
+    for path, what in ((output, "--output file"), (check_json, "--check-json file")):
+        if path:
+            check_output_file(path, what)
     expected: list[str | tuple[str, str]] = list(expect or [])
     if expect_json:
         try:
@@ -158,9 +175,9 @@ def report_command(
     # The summaries' text is a harness's: cleaned, and the files written before anything is printed.
     markdown = clean(render_markdown(rows, artifact_url))
     if output:
-        output.write_text(markdown, encoding="utf-8")
+        write_output_file(output, markdown, "--output file")
     if check_json:
-        check_json.write_text(dumps(check_run(rows, markdown)), encoding="utf-8")
+        write_output_file(check_json, dumps(check_run(rows, markdown)), "--check-json file")
     typer.echo(markdown, nl=False)
     code = exit_code(rows)
     if missing_dirs:

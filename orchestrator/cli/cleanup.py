@@ -12,9 +12,23 @@ from orchestrator.runtime.select import RUNTIMES, cleanup_everywhere
 from orchestrator.tempdirs import sweep_tempdirs
 
 
+def _some_run(value: str | None) -> str | None:
+    # The runtimes read an empty id as none given: every run's objects, other people's live runs with --force.
+    if value is not None and not value.strip():
+        raise typer.BadParameter(
+            "an empty run id would match every run; give the id of one run, or leave --run-id out to mean every run"
+        )
+    return value
+
+
 def cleanup(
     run_id: Annotated[
-        str | None, typer.Option("--run-id", help="Only this run's objects (default: every run's).")
+        str | None,
+        typer.Option(
+            "--run-id",
+            callback=_some_run,
+            help="Only this run's objects (default: every run's); an empty id is refused.",
+        ),
     ] = None,
     force: Annotated[
         bool,

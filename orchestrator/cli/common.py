@@ -10,6 +10,7 @@ from typing import Annotated
 import click
 import typer
 
+from orchestrator.evidence.text import clean
 from orchestrator.images import BuildOptions, default_extra_ca
 from orchestrator.runtime import Engine, PodRuntime
 from orchestrator.runtime.select import RUNTIMES, open_engine
@@ -118,6 +119,6 @@ def say_why(summary: Path, exit_code: int, shown: int = 10) -> None:
         return
     typer.echo(f"harness-probe: exit 2 ({len(errors)} error(s), all in {summary}):", err=True)
     for line in errors[:shown]:
-        typer.echo(f"  {line}", err=True)
+        typer.echo(f"  {clean(line)}", err=True)  # an error can quote harness text: escapes, never raw
     if len(errors) > shown:
         typer.echo(f"  ... and {len(errors) - shown} more", err=True)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.common import ExtraCa, Runtime, build_options, connect
+from orchestrator.cli.run import seconds_option, unique_scenarios
 from orchestrator.cli.run_variant import resolve_variants
 from orchestrator.errors import EXIT_ERROR, BuildError, OutputExists
 from orchestrator.evidence import FormatError
@@ -62,7 +63,7 @@ def drift_command(
         Path | None,
         typer.Option("--other-run", exists=True, file_okay=False, help="...with this existing run (no probing)."),
     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds a harness may run.")] = 300.0,
+    timeout: Annotated[float, seconds_option("--timeout", "Seconds a harness may run")] = 300.0,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Episodes at once.")] = None,
     extra_ca: ExtraCa = None,
     runtime: Runtime = None,
@@ -82,7 +83,8 @@ def drift_command(
         raise typer.Exit(report.exit_code)
     try:
         h = get_harness(harness)
-        scenarios = [load_scenario(s) for s in scenario] if scenario else list_scenarios()
+        # A scenario given twice would be played twice into one episode folder.
+        scenarios = unique_scenarios([load_scenario(s) for s in scenario] if scenario else list_scenarios())
         pkg = package_of(h.image)
         if pkg is None:
             raise VariantError(f"harness {harness!r} has no registry release to drift to")

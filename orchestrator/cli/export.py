@@ -8,7 +8,9 @@ from typing import Annotated
 import click
 import typer
 
+from orchestrator.errors import BadFile
 from orchestrator.evidence import FormatError
+from orchestrator.output import check_output, refuse_output_in_sources
 from orchestrator.suite import EXIT_ERROR
 
 _VERSIONS = ("ATIF-v1.7", "ATIF-v1.8")
@@ -44,10 +46,13 @@ def export_command(
     if atif_version not in _VERSIONS:
         typer.echo(f"harness-probe: --atif-version must be one of {', '.join(_VERSIONS)}", err=True)
         raise typer.Exit(EXIT_ERROR)
-    if output.exists():
-        typer.echo(f"harness-probe: output directory {output} already exists; choose a new one", err=True)
-        raise typer.Exit(EXIT_ERROR)
-    episodes = find_episodes(run)
+    # Named errors (OutputExists, OutputUnwritable, BadOption) are the CLI root's to report, before anything is read.
+    refuse_output_in_sources(output, [run])
+    check_output(output)
+    try:
+        episodes = find_episodes(run)
+    except OSError as exc:  # a folder of the run that cannot be listed (no permission)
+        raise BadFile(f"{exc.filename or run}: the folder cannot be listed: {exc.strerror or exc}") from None
     if not episodes:
         typer.echo(f"harness-probe: {run}: {no_episodes(run)}", err=True)
         raise typer.Exit(EXIT_ERROR)

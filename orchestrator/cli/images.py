@@ -13,6 +13,7 @@ from orchestrator.cli.common import ExtraCa, Rebuild, Runtime, build_options, co
 from orchestrator.errors import BadOption
 from orchestrator.evidence import validate
 from orchestrator.images import ImageBuilder, image_names, local_only
+from orchestrator.output import check_output_folder
 from orchestrator.runtime.archive import export_image
 
 app = typer.Typer(help="Container images under images/.", no_args_is_help=True)
@@ -62,9 +63,7 @@ def export(
 
     Example: harness-probe images export proxy reference -o hp-images/
     """
-    if output.exists() and any(output.iterdir()):
-        typer.echo(f"harness-probe: {output} exists and is not empty; give a new directory", err=True)
-        raise typer.Exit(2)
+    check_output_folder(output)  # OutputExists or OutputUnwritable, before any image is built
     for name in names:
         why = local_only(name)
         if why is not None:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.common import say_why
+from orchestrator.output import refuse_output_in_sources
 
 
 def merge_command(
@@ -30,6 +31,7 @@ def merge_command(
     """
     from orchestrator.merge import merge_runs  # loaded on use: `run` needs none of it
 
+    refuse_output_in_sources(output, sources)  # a BadOption, before anything is read or written
     res = merge_runs(sources, output)  # a MergeError or OutputExists is the CLI root's to report, named
     typer.echo(f"merged {len(res.results)} episode(s) from {len(sources)} run(s): {res.output.resolve()}")
     say_why(res.output / "summary.json", res.exit_code)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 from pathlib import Path
@@ -13,7 +12,7 @@ import click
 import typer
 
 from orchestrator.evidence import FormatError, load_json, validate
-from orchestrator.evidence.jsonread import JsonFault, loads, read_bytes
+from orchestrator.evidence.jsonread import JsonFault, loads, read_bytes, read_json
 from orchestrator.paths import is_plain_name
 from orchestrator.resources import checkout_root
 
@@ -99,7 +98,7 @@ def _render(harness: str, docs: Path) -> None:
     regenerate = f"harness-probe results render {harness}"
     try:
         page = render_results(saved, harness, regenerate)
-    except FormatError as exc:
+    except (FormatError, JsonFault) as exc:  # JsonFault: a runtime.json that is not JSON
         typer.echo(f"harness-probe: the saved run of {harness!r} cannot be read: {exc}", err=True)
         raise typer.Exit(2) from None
     _write(docs / f"{harness}.md", page)
@@ -245,10 +244,24 @@ def matrix(docs_dir: DocsDir = None) -> None:
     from orchestrator.report.results import label_matrix
 
     docs = _docs(docs_dir)
+    if not (docs / "runs").is_dir():
+        # A mistyped --docs would otherwise get a new folder holding an empty matrix, and exit 0.
+        raise _refuse(f"{docs} is not a results folder: it has no runs/ folder of saved runs (`results publish`)")
     summaries: dict[str, dict[str, Any]] = {}
     for saved in sorted((docs / "runs").glob("*/summary.json")):
         name = saved.parent.name
         runtime = next(iter(sorted(saved.parent.glob(f"{name}/runtime.json"))), None)
-        version = json.loads(runtime.read_text())["harness"]["version"] if runtime else None
-        summaries[name] = {"summary": json.loads(saved.read_text()), "version": version}
+        # Read as `results render` reads them: strictly, and a file that cannot be used is named, never a crash.
+        try:
+            summary = load_json(saved, "probe-summary/v1")
+            record = read_json(runtime) if runtime else {}
+        except FormatError as exc:
+            raise _refuse(f"the saved run of {name!r} cannot be read: {exc}") from None
+        except JsonFault as exc:
+            raise _refuse(f"the saved run of {name!r} cannot be read: {runtime} is not valid: {exc}") from None
+        probed = record.get("harness") if isinstance(record, dict) else None
+        version = probed.get("version") if isinstance(probed, dict) else None
+        if name not in (h["name"] for h in summary["harnesses"]):
+            raise _refuse(f"the saved run of {name!r} cannot be read: {saved} has no results for {name!r}")
+        summaries[name] = {"summary": summary, "version": version}
     _write(docs / "README.md", label_matrix(summaries))

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
+import structlog
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, build_options, connect
+from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, build_options, connect, say_why
 from orchestrator.cli.run_variant import HarnessSource, HarnessVersion, print_overrides, resolve_variants
 from orchestrator.errors import EXIT_ERROR, EXIT_INTERRUPTED
 from orchestrator.evidence.text import clean
@@ -26,7 +29,48 @@ from orchestrator.suite import RunConfig, RunInterrupted, SuiteResult, run_suite
 if TYPE_CHECKING:
     from orchestrator.audit import AuditResult
 
+log = structlog.get_logger(__name__)
+
 _SYMBOL = {"pass": "✓", "fail": "✗", "not_applicable": "—"}
+# Seven days: longer than any episode or copy-out is meant to take, and far below where the runtimes' clocks
+# overflow (--timeout 1e10 ended every episode in an OverflowError).
+MAX_SECONDS = 604_800
+
+
+def finite_seconds(value: float) -> float:
+    """A --timeout's callback: click's range lets NaN through (every comparison with it is false)."""
+    if math.isnan(value):
+        raise typer.BadParameter("nan is not a number of seconds")
+    return value
+
+
+def seconds_option(flag: str, what: str) -> Any:
+    """A number of seconds from 1 to MAX_SECONDS, NaN refused: `--timeout` and its kin, of `run` and `drift`."""
+    return typer.Option(flag, min=1, max=MAX_SECONDS, callback=finite_seconds, help=f"{what} (at most 604800, 7 days).")
+
+
+def unique_harnesses(harnesses: list[Harness]) -> list[Harness]:
+    """Each harness once, in the order first given: a repeat would play its episodes twice into one folder."""
+    seen: dict[str, Harness] = {}
+    for h in harnesses:
+        seen.setdefault(h.name, h)
+    return list(seen.values())
+
+
+def unique_scenarios(scenarios: list[Scenario]) -> list[Scenario]:
+    """Each scenario once, in the order first given, by its name (which names its episodes' folders): the same
+    scenario twice, by name or by any path to the same content, is one. BadParameter when two different files
+    share a name, as neither could be dropped for the other."""
+    seen: dict[str, Scenario] = {}
+    for sc in scenarios:
+        first = seen.setdefault(sc.name, sc)
+        if first.sha256 != sc.sha256:
+            raise typer.BadParameter(
+                f"{first.path} and {sc.path} are two different scenarios named {sc.name!r}, and an episode's "
+                "folder is named by its scenario: give one of them",
+                param_hint="'--scenario'",
+            )
+    return list(seen.values())
 
 
 def parse_harness_args(pairs: list[str]) -> dict[str, str]:
@@ -47,7 +91,11 @@ def _fail(message: str) -> typer.Exit:
 def run(
     harness: Annotated[
         list[str],
-        typer.Option("--harness", "-H", help="Harness to probe (repeatable); see `harnesses list`."),
+        typer.Option(
+            "--harness",
+            "-H",
+            help="Harness to probe (repeatable; a repeat is dropped, with a warning); see `harnesses list`.",
+        ),
     ],
     output: Annotated[
         Path,
@@ -55,15 +103,18 @@ def run(
     ],
     scenario: Annotated[
         list[str] | None,
-        typer.Option("--scenario", "-s", help="Scenario name or file (repeatable; default: every scenario)."),
+        typer.Option(
+            "--scenario",
+            "-s",
+            help="Scenario name or file (repeatable; default: every scenario). A scenario given twice (by name or "
+            "by file) is run once, with a warning.",
+        ),
     ] = None,
     harness_arg: Annotated[
         list[str] | None,
         typer.Option("--harness-arg", "-a", help="KEY=VALUE option for the harness preset (repeatable)."),
     ] = None,
-    timeout: Annotated[
-        float, typer.Option("--timeout", min=1, help="Seconds the harness may run before it is killed.")
-    ] = 300.0,
+    timeout: Annotated[float, seconds_option("--timeout", "Seconds the harness may run before it is killed")] = 300.0,
     collect_max_bytes: Annotated[
         int, typer.Option("--collect-max-bytes", min=0, help="Bytes copied out per episode (logs, native, markers).")
     ] = CollectLimits.max_bytes,
@@ -71,7 +122,7 @@ def run(
         int, typer.Option("--collect-max-files", min=0, help="Files copied out per episode.")
     ] = CollectLimits.max_files,
     collect_timeout: Annotated[
-        float, typer.Option("--collect-timeout", min=1, help="Seconds the copying out of one episode may take.")
+        float, seconds_option("--collect-timeout", "Seconds the copying out of one episode may take")
     ] = CollectLimits.seconds,
     jobs: Annotated[
         int | None,
@@ -115,10 +166,18 @@ def run(
     """
     # Unknown harnesses, bad options and scenarios, an output that exists or cannot be made: named input errors
     # (orchestrator.errors), reported by the CLI's root, before any engine is asked.
-    harnesses: list[Harness] = [get_harness(h, parse_harness_args(harness_arg or [])) for h in harness]
-    scenarios: list[Scenario] = [load_scenario(s) for s in scenario] if scenario else list_scenarios()
+    given_h: list[Harness] = [get_harness(h, parse_harness_args(harness_arg or [])) for h in harness]
+    given_s: list[Scenario] = [load_scenario(s) for s in scenario] if scenario else list_scenarios()
+    harnesses, scenarios = unique_harnesses(given_h), unique_scenarios(given_s)
+    if len(harnesses) < len(given_h) or len(scenarios) < len(given_s):
+        log.warning(
+            "repeated harnesses or scenarios dropped: each episode runs once",
+            harnesses=[h.name for h in harnesses],
+            scenarios=[s.name for s in scenarios],
+        )
     try:
-        shard_of = parse_shard(shard) if shard else None
+        # An empty --shard is refused like any malformed one, never taken for the whole grid.
+        shard_of = parse_shard(shard) if shard is not None else None
     except ValueError as exc:
         raise _fail(str(exc)) from None
     check_output(output)
@@ -148,6 +207,7 @@ def run(
     print_verdicts(res)
     print_overrides(res.output, variants)
     typer.echo(f"results: {res.output.resolve()}")
+    say_why(res.output / "summary.json", res.exit_code)  # e.g. an empty --shard slice: "no episode was run"
     raise typer.Exit(res.exit_code)
 
 
@@ -166,10 +226,11 @@ def print_verdicts(res: SuiteResult | AuditResult) -> None:
         code = "" if ex["exit_code"] is None else f" {ex['exit_code']}"
         styles = {"pass": "green", "fail": "red", "error": "red bold", "skipped": "yellow", "interrupted": "magenta"}
         style = styles.get(r["verdict"], "")
+        # An audit's names are its saved folders' (a harness can pick them): shown as text, never as markup.
         table.add_row(
-            r["harness"],
-            r["scenario"],
-            f"[{style}]{r['verdict']}[/]",
+            Text(clean(str(r["harness"]))),
+            Text(clean(str(r["scenario"]))),
+            Text(str(r["verdict"]), style=style),
             f"{ex['status']}{code} {ex['seconds']:.1f}s",
             " ".join(str(n) for n in counts),
         )

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from orchestrator.errors import BadFile, BadOption
+from orchestrator.evidence.text import clean
 from orchestrator.harnesses import Harness
 from orchestrator.images import ImageVariant, default_extra_ca
 from orchestrator.variants import RegistryError, SourceError, VariantError, source_variant, version_variant
@@ -98,7 +99,9 @@ def print_overrides(output: Path, variants: Variants) -> None:
         ran = None
         for path in sorted(output.glob(f"{name}/*/runtime.json"))[:1]:
             try:
-                ran = json.loads(path.read_text())["harness"]["version"]
+                answered = json.loads(path.read_text())["harness"]["version"]
+                ran = answered if isinstance(answered, str) else None
             except (OSError, ValueError, KeyError, TypeError):
                 ran = None
-        typer.echo(override_text(name, record, ran))
+        # The version is what the image answered: a build under test can answer anything.
+        typer.echo(clean(override_text(name, record, ran)))

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["clean"]
+__all__ = ["clean", "is_text"]
 
 # Characters XML 1.0 cannot carry, terminals' escape sequences and lone surrogates (a non-UTF-8 file name read with
 # surrogateescape, a \ud800 escape): harness output is full of them, and a lone surrogate makes every UTF-8 writer
-# (a terminal, a report, a JSON file) raise.
-_UNPRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# (a terminal, a report, a JSON file) raise. Bidirectional controls (U+061C, U+200E-F, U+202A-E, U+2066-9) too:
+# they reorder what is shown after them, so a reason could read backwards or a file name show a false extension.
+_UNPRINTABLE = re.compile(
+    "[^\t\n\r\x20-\x7e\xa0-\u061b\u061d-\u200d\u2010-\u2029\u202f-\u2065\u206a-\ud7ff"
+    "\ue000-\ufffd\U00010000-\U0010ffff]"
+)
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -21,3 +25,13 @@ def clean(text: str) -> str:
     """Make text safe for every sink (terminal, reports, JSON): control characters and lone surrogates become
     escapes."""
     return _UNPRINTABLE.sub(_escape, text)
+
+
+def is_text(name: str) -> bool:
+    """Whether `name` is Unicode text: not a name read in bytes that are not UTF-8 (surrogateescape), which JSON
+    text cannot hold."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

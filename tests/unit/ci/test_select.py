@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from orchestrator.ci.select import GitError, changed_paths, image_parents, selec
 from orchestrator.evidence import validate
 from orchestrator.harnesses import HARNESSES, IMAGE_FROM_OPTIONS, get_harness
 from orchestrator.resources import checkout_root
-from tests.unit.ci.conftest import hp
+from tests.unit.ci.conftest import HP, hp
 
 REPO_ROOT = checkout_root() or Path(__file__).resolve().parents[3]
 
@@ -189,3 +191,23 @@ def test_cli_docs_only_gives_an_empty_matrix(tmp_path: Path) -> None:
 def test_cli_all() -> None:
     res = hp("ci", "select", "--all")
     assert json.loads(res.stdout)["harnesses"] == ALL
+
+
+def test_cli_refuses_a_runtime_it_does_not_know_and_a_repo_that_is_not_there() -> None:
+    res = hp("ci", "select", "--all", "--extra-runtime", "nosuch")
+    assert res.returncode == 2 and res.stdout == ""
+    assert "'nosuch' is not one of 'docker', 'podman', 'apptainer'" in res.stderr
+    res = hp("ci", "select", "--base", "HEAD", "--repo", "/nonexistent/repo")
+    assert res.returncode == 2 and "--repo /nonexistent/repo: no such folder" in res.stderr
+
+
+def test_cli_at_a_terminal_with_nothing_to_read_says_so_instead_of_waiting() -> None:
+    # A pseudo-terminal on stdin, as a user typing the bare command has: before, it waited for input, silently.
+    leader, follower = pty.openpty()
+    try:
+        res = subprocess.run([HP, "ci", "select"], stdin=follower, capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert res.returncode == 2
+    assert "nothing to select from: give --base REF, --changed-file FILE or --all" in res.stderr

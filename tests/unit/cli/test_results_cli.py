@@ -129,3 +129,28 @@ def test_outside_a_checkout_the_results_commands_refuse_unless_given_docs(
         assert res.exit_code == 0, res.output
     assert (mine / "reference.md").is_file() and (mine / "README.md").is_file()
     assert list(cwd.iterdir()) == []
+
+
+SHIPPED = Path(__file__).resolve().parents[3] / "docs" / "results" / "runs" / "reference"
+
+
+@pytest.mark.parametrize("broken", ["summary.json", "reference/runtime.json"])
+def test_matrix_names_a_saved_file_that_is_not_json_as_render_does(tmp_path: Path, broken: str) -> None:
+    mine = tmp_path / "my-results"
+    shutil.copytree(SHIPPED, mine / "runs" / "reference")
+    (mine / "runs" / "reference" / broken).write_text("{")
+    for args in (["matrix"], ["render", "reference"]):
+        res = CliRunner().invoke(app, ["results", *args, "--docs", str(mine)])
+        assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+        assert res.exit_code == 2, res.output
+        assert "harness-probe: the saved run of 'reference' cannot be read:" in res.output
+        assert f"{Path(broken).name}: not JSON" in res.output
+    assert not (mine / "README.md").exists() and not (mine / "reference.md").exists()
+
+
+def test_matrix_refuses_a_docs_folder_without_saved_runs(tmp_path: Path) -> None:
+    for docs in (tmp_path / "typo", tmp_path):  # missing, and a folder with no runs/
+        res = CliRunner().invoke(app, ["results", "matrix", "--docs", str(docs)])
+        assert res.exit_code == 2, res.output
+        assert f"harness-probe: {docs} is not a results folder: it has no runs/ folder" in res.output
+    assert list(tmp_path.iterdir()) == []

@@ -6,6 +6,7 @@ import hashlib
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,9 +49,9 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     read: list[str] = []
     real = treehash._digest
 
-    def digest(folder: int, name: str) -> tuple[str, os.stat_result | None]:
+    def digest(folder: int, name: str, budget: Any = None) -> tuple[str, os.stat_result | None]:
         read.append(name)
-        return real(folder, name)
+        return real(folder, name, budget)
 
     monkeypatch.setattr(treehash, "_digest", digest)
     return read
@@ -80,3 +81,74 @@ def test_a_file_changed_just_before_the_walk_is_read_again(tmp_path: Path, monke
     assert hashes.changed() == []
     assert len(read) == 6
     hashes.close()
+
+
+def _deny_open(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    # What a mode-000 file or folder gives a user without DAC capabilities; injected, since root reads everything.
+    real = os.open
+
+    def denied(path: str, flags: int, *args: object, **kwargs: object) -> int:
+        if path in names:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", denied)
+
+
+def test_a_file_or_folder_that_cannot_be_read_is_named_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(tmp_path)
+    _deny_open(monkeypatch, "b.txt", "b")  # the file a/b.txt, the folder a/b/ and the file b
+    digests = dict(walk(tmp_path))
+    assert digests["a/b.txt"] == digests["b"] == "unreadable:Permission denied"
+    assert digests["a/b/"] == "unreadable:Permission denied"  # named as a folder, its files not listed
+    assert "a/b/x" not in digests
+    assert digests["a/z"] == hashlib.sha256(b"a/z").hexdigest()  # the rest is read as ever
+    hashes = TreeHashes(tmp_path)
+    try:
+        assert hashes.changed() == []  # unreadable both times: unchanged, as an unchanged link is
+        monkeypatch.undo()
+        assert hashes.changed() == ["a/b.txt", "a/b/", "a/b/x", "b"]  # readable now: a change
+    finally:
+        hashes.close()
+
+
+def test_past_the_read_budget_files_are_named_by_size_and_never_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a", "b", "c"):
+        (tmp_path / name).write_bytes(name.encode() * 10)
+    read_bytes: list[int] = []
+    real_read = os.read
+    monkeypatch.setattr(treehash.os, "read", lambda fd, n: read_bytes.append(n) or real_read(fd, n))
+    hashes = TreeHashes(tmp_path, settled_before=0, read_budget=15)  # one file of 10 bytes, not two
+    digests = dict(hashes.items())
+    assert digests["a"] == hashlib.sha256(b"a" * 10).hexdigest()
+    st = os.stat(tmp_path / "b")
+    assert digests["b"] == f"size:10:mtime:{st.st_mtime_ns}" and digests["c"].startswith("size:10:")
+    assert len(read_bytes) == 1  # "a" alone was read
+    # Compared again as they were named, without reading them: unchanged, then a write found.
+    assert hashes.changed() == []
+    (tmp_path / "c").write_bytes(b"c" * 11)
+    assert hashes.changed() == ["c"]
+    assert len(read_bytes) == 3  # "a" again in each walk (it is not settled), never "b" or "c"
+    hashes.close()
+
+
+def test_a_sparse_file_past_the_budget_costs_no_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A harness can leave files of 255 MiB that take no disk: an audit hashes at most its budget of them.
+    for i in range(4):
+        with (tmp_path / f"sparse{i}").open("wb") as f:
+            f.truncate(255 << 20)
+    read = [0]
+    real_read = os.read
+
+    def counting(fd: int, n: int) -> bytes:
+        chunk = real_read(fd, n)
+        read[0] += len(chunk)
+        return chunk
+
+    monkeypatch.setattr(treehash.os, "read", counting)
+    TreeHashes(tmp_path, read_budget=300 << 20).close()
+    assert read[0] == 255 << 20  # the first alone

@@ -153,3 +153,25 @@ def test_run_with_a_bad_runtime_name_is_a_named_input_error(tmp_path: Path) -> N
         flat = " ".join(res.output.replace("│", " ").split())
         assert "'dokker' is not one of 'docker', 'podman', 'apptainer'" in flat, res.output
     assert not (tmp_path / "out").exists()
+
+
+def test_doctor_names_the_settings_run_would_refuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import orchestrator.cli.doctor as doctor
+
+    # A runtime that answers, so only the settings can make the exit 2.
+    monkeypatch.setattr(doctor, "discover", lambda _order, _env: [_status("docker", True)])
+    monkeypatch.setattr(doctor, "decide", lambda _settings, found: (found[0], "first that answers"))
+    fine = CliRunner().invoke(app, ["doctor"], env={"HARNESS_PROBE_EXTRA_CA": None, "PIP_CERT": None})
+    assert fine.exit_code == 0, fine.output
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("not a certificate")
+    bad = {"HARNESS_PROBE_EXTRA_CA": "/nonexistent/ca.pem", "HARNESS_PROBE_IMAGE_ARCHIVES": str(not_pem)}
+    res = CliRunner().invoke(app, ["doctor"], env={**bad, "PIP_CERT": str(not_pem)})
+    assert res.exit_code == 2, res.output
+    # Not PIP_CERT's bundle in its place: a build refuses the named CA, it does not fall back.
+    assert "build CA: refused (below)" in res.output
+    assert "setting refused: HARNESS_PROBE_EXTRA_CA='/nonexistent/ca.pem' is not a file" in res.output
+    assert f"setting refused: HARNESS_PROBE_IMAGE_ARCHIVES='{not_pem}' is not a folder" in res.output
+    doubt = CliRunner().invoke(app, ["doctor", "--json"], env={"HARNESS_PROBE_EXTRA_CA": str(not_pem)})
+    assert doubt.exit_code == 0, doubt.output
+    assert "holds no PEM certificate" in doubt.output
