@@ -23,7 +23,7 @@ from orchestrator.checks.evidence import Evidence
 from orchestrator.errors import BadOption, InputChanged
 from orchestrator.evidence import Fault, FormatError, load_json, validate
 from orchestrator.evidence.bulk import gc_paused
-from orchestrator.evidence.jsonread import JsonFault, read_bytes
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_bytes
 from orchestrator.harnesses import Harness
 from orchestrator.output import check_output, make_output, now_iso, write_json
 from orchestrator.paths import EpisodePaths, RunPaths
@@ -182,6 +182,10 @@ def _audit_episode(
             else:
                 rollout, why = read_rollout(dest.rollout)
                 result["normalize"] = old["normalize"] if old else {"status": "skipped", "message": None}
+                if rollout is None and not os.path.lexists(dest.rollout) and result["normalize"]["status"] == "error":
+                    # The run wrote no rollout.json because normalizing failed: its checks named that failure as
+                    # the reason, and an audit that reproduces them names the same one, not the missing file.
+                    why = result["normalize"]["message"] or why
             ev = collect_evidence(scenario, dest, rollout, why, limits.max_bytes)
             attach_twin(ev, dest, harness)
             gc.freeze()
@@ -198,12 +202,15 @@ def _audit_episode(
         }
         result["verdict"] = "error"
         (dest.root / "audit-error.txt").write_text(traceback.format_exc())
-    if judged is not None:
-        # After the copy (a saved page copied with it is replaced), from the evidence the checks read.
-        write_episode_page(dest, result, judged)
     result["finished_at"] = old["finished_at"] if old else now_iso()
     validate(result, "scenario-result/v1", "scenario_result")
     write_json(dest.result, result)
+    # After the copy (a saved page copied with it is replaced) and after the result (the page links it): from the
+    # evidence the checks read, or for an episode the audit could not judge from its files, as a run does.
+    if judged is not None:
+        write_episode_page(dest, result, judged)
+    elif _is(dest.scenario, stat.S_IFREG):
+        write_episode_page(dest, result)
     return result
 
 
@@ -258,9 +265,12 @@ def audit(
     episodes = episode_names(source)
     if not episodes:
         raise FormatError(str(source), [Fault("$", no_episodes(source))])
-    before = TreeHashes(source)
+    limits = limits or CollectLimits()
+    # What the audit may read of an episode: what its copy may (the collection caps) and each file read whole
+    # (rollout, scenario, result, runtime). The walk hashes no more, so sparse files cannot make it read for ever.
+    before = TreeHashes(source, read_budget=len(episodes) * (limits.max_bytes + 4 * MAX_FILE_BYTES))
     try:
-        code = _audit_all(source, output, episodes, before, harness, rollout_format, limits or CollectLimits())
+        code = _audit_all(source, output, episodes, before, harness, rollout_format, limits)
     finally:
         before.close()
     return AuditResult(output, SavedResults(RunPaths(output), episodes), code)

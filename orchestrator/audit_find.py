@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 from orchestrator.evidence.jsonread import JsonFault, read_bytes
+from orchestrator.evidence.text import clean, is_text
 from orchestrator.verdict import INTERRUPTED
 
 __all__ = ["atif_export_hint", "episode_names", "find_episodes", "is_kind", "no_episodes", "was_cut_short"]
@@ -41,6 +42,12 @@ def episode_names(source: Path, skipped: list[str] | None = None) -> list[tuple[
     for h in _dirs(root):
         for s in _dirs(os.path.join(root, h)):
             ep = os.path.join(root, h, s)
+            if not (is_text(h) and is_text(s)):
+                # A run names these folders after a harness and a scenario, never in bytes that are not UTF-8; every
+                # record the audit writes names them, and JSON text cannot hold such a name.
+                if skipped is not None:
+                    skipped.append(f"{clean(h)}/{clean(s)}: its name is not UTF-8, as no run names a folder")
+                continue
             scenario = is_kind(os.path.join(ep, "scenario.json"), stat.S_IFREG)
             evidence = [f for f in ("witness.jsonl", "rollout.json") if is_kind(os.path.join(ep, f), stat.S_IFREG)]
             if scenario and (evidence or was_cut_short(ep)):

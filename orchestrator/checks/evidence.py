@@ -19,6 +19,7 @@ from orchestrator.evidence import (
 )
 from orchestrator.evidence.bulk import gc_paused
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, compact_objects, loads, read_bytes, read_chunks
+from orchestrator.evidence.markers import Content
 from orchestrator.evidence.numbers import integral_as_int
 from orchestrator.records import Execution, Rollout
 
@@ -289,7 +290,7 @@ class Evidence:
     # Typed as what it claims to be: a harness's rollout is read unvalidated, and the schema checks judge it.
     rollout: Rollout | None = None
     witness: Witness | None = None
-    markers: dict[str, str] = field(default_factory=dict)  # marker file name -> content, as collected
+    markers: dict[str, Content] = field(default_factory=dict)  # marker file name -> content, as collected
     execution: Execution | None = None  # scenario_result's execution record: read only by process checks
     # The same scenario played over the other transport (`run --compare-stream`, the episode's twin/ folder): read
     # only by transport.parity. None when there is no twin; an unreadable one is named in `errors`.

@@ -18,6 +18,15 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
 
+# A twin's rollout is the harness's, of any shape: a field of the wrong type is a difference, never a crash.
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, dict) else None
+
+
+def _length(value: Any) -> int | None:
+    return len(value) if isinstance(value, list) else None
+
+
 def _placeholders(w: Witness) -> dict[str, str]:
     """What differs between two plays of one script by design, each named by its place: every reply's response id,
     every tool call's id and token (fresh per play)."""
@@ -51,7 +60,7 @@ def facts(rollout: dict[str, Any], witness: Witness) -> dict[str, Any]:
             "finish_reason": c.get("finish_reason"),
             "protocol": c.get("protocol"),
             "response_id": c.get("response_id"),
-            "token_stats": {f: (c.get("token_stats") or {}).get(f) for f in _TOKEN_FIELDS},
+            "token_stats": {f: _field(c.get("token_stats"), f) for f in _TOKEN_FIELDS},
         }
         for c in _dicts(rollout.get("model_calls"))
     ]
@@ -75,7 +84,7 @@ def facts(rollout: dict[str, Any], witness: Witness) -> dict[str, Any]:
     outcome: dict[str, Any] = raw if isinstance(raw, dict) else {}
     found = {
         "model_calls": calls,
-        "steps": [len(s.get("model_call_refs") or []) for s in _dicts(rollout.get("steps"))],
+        "steps": [_length(s.get("model_call_refs")) for s in _dicts(rollout.get("steps"))],
         "tool_calls": tools,
         "histories": histories,
         "outcome": {k: outcome.get(k) for k in ("status", "final_answer", "failure_kind")},

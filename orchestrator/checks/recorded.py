@@ -139,7 +139,10 @@ def calls_witness_response(ev: Evidence) -> list[str]:
     them out. A call is joined to its attempt as the other wire checks join it, or else by the id its body carries.
     A harness that records no response body leaves this unverifiable: not applicable, the gap named.
     """
-    calls = [c for c in ev.r.get("model_calls") or [] if isinstance(c, dict) and c.get("response") is not None]
+    listed = ev.r.get("model_calls")  # any JSON value: a scalar is no list of calls (rollout.schema names it)
+    calls = (
+        [c for c in listed if isinstance(c, dict) and c.get("response") is not None] if isinstance(listed, list) else []
+    )
     if not calls:
         raise Unverifiable("gap calls.response_unrecorded: no model call records the response body it received")
     attempt_of = {id(c): a for c, a in [*join_calls(ev).pairs, *loose_failures(ev), *order_pairs_beside(ev)]}

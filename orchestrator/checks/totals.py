@@ -14,6 +14,11 @@ __all__: list[str] = []
 Counts = dict[str, int | None]
 
 
+def _listed(value: Any) -> list[Any]:
+    # Any JSON value: `x or []` would iterate a string and raise on a number.
+    return value if isinstance(value, list) else []
+
+
 def _wire_counts(usage: Any) -> Counts:
     """A reply's usage in rollout terms; a Messages reply's total (not sent) is prompt + completion."""
     if not isinstance(usage, dict):
@@ -69,8 +74,8 @@ def tokens_totals_match(ev: Evidence) -> list[str]:
     Both sides sum the same calls: a session's totals cover its side calls (summarization) that it records as
     its own, on the wire as in its calls' counts.
     """
-    invocations = [i for i in ev.r.get("invocations") or [] if isinstance(i, dict)]
-    steps = [s for s in ev.r.get("steps") or [] if isinstance(s, dict)]
+    invocations = [i for i in _listed(ev.r.get("invocations")) if isinstance(i, dict)]
+    steps = [s for s in _listed(ev.r.get("steps")) if isinstance(s, dict)]
     if not any("token_totals" in i for i in invocations) and not any("token_stats" in s for s in steps):
         # Per-call counts alone are tokens.match's; with no totals there is nothing here to hold, and no pass.
         raise Unverifiable("gap tokens.totals_unrecorded: the harness records no session or step token totals")

@@ -184,8 +184,10 @@ def history_witness_results(ev: Evidence) -> list[str]:
     """
     reasons = history_call_mismatches(ev)
     results_seen = ev.w.results_seen
-    for inv in ev.r.get("invocations") or []:
-        for n, m in enumerate(inv.get("conversation") or []):
+    invocations = ev.r.get("invocations")
+    for inv in invocations if isinstance(invocations, list) else []:
+        conversation = inv.get("conversation") if isinstance(inv, dict) else None
+        for n, m in enumerate(conversation if isinstance(conversation, list) else []):
             if not isinstance(m, dict) or m.get("role") != "tool":
                 continue
             results = results_seen(str(m.get("tool_call_id")))

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
     "MAX_INT_DIGITS",
+    "MAX_VALUES",
     "JsonFault",
     "compact_objects",
     "loads",
@@ -34,6 +35,10 @@ __all__ = [
 MAX_DEPTH = 128  # our own formats nest under 10 levels; harness logs a few dozen at most
 MAX_INT_DIGITS = 40  # far beyond any count, timestamp or id; a 100,000-digit integer is a CPU sink
 MAX_FILE_BYTES = 256 * 1024 * 1024  # the collection byte cap: nothing collected is larger
+# Values a text may hold, counted from above as its commas and opening brackets: the byte cap bounds the text, not
+# what it becomes. 250 MB of `[],` is 87 million lists (8 GB held); a 100,000-call rollout holds 4.6 million, and
+# one at the byte cap about 9 million, about a gigabyte as every such text is held.
+MAX_VALUES = 12_000_000
 
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
@@ -227,6 +232,10 @@ def _fast(raw: bytes, max_depth: int) -> Any:
 def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     """Parse strict JSON; every refusal is a JsonFault with a reason, never a RecursionError or a hang."""
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if len(raw) > MAX_VALUES:  # shorter texts cannot hold more values than they have bytes
+        values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
+        if values > MAX_VALUES:
+            raise JsonFault(f"holds up to {values} values (commas and opening brackets), more than {MAX_VALUES}")
     # Most texts are as our own writers wrote them: orjson reads them, and the strict reader below judges (and
     # names the fault of) everything else.
     value = _fast(raw, max_depth)

@@ -106,7 +106,17 @@ document.addEventListener("keydown", function (ev) {
 
 def episode_href(harness: str, scenario: str) -> str:
     """The relative link from a run's root to an episode's page."""
-    return f"{_quote(harness, safe='')}/{_quote(scenario, safe='')}/episode.html"
+    return f"{url_part(harness)}/{url_part(scenario)}/episode.html"
+
+
+def url_part(name: str) -> str:
+    """A folder's name as one percent-encoded part of a link: its bytes, so a name that is not UTF-8 (an audited
+    folder's, read with surrogateescape) is linked as it is on disk rather than raising."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to (one from JSON text)
+        raw = name.encode("utf-8", "surrogatepass")
+    return _quote(raw, safe="")
 
 
 def esc(text: str) -> str:
@@ -219,7 +229,7 @@ def _body(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Iterator[Li
 
     yield from html_lead(tables)
     for t in tables:
-        yield f'<h2 id="h-{esc(_quote(t.name, safe=""))}"><code>{esc(t.name)}</code> {_badge(t.verdict)}</h2>'
+        yield f'<h2 id="h-{esc(url_part(t.name))}"><code>{esc(t.name)}</code> {_badge(t.verdict)}</h2>'
         yield from _check_table(t)
         yield from _scenario_table(t)
 

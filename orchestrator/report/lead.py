@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from urllib.parse import quote
 
 from orchestrator.checks.catalogue import LABELS
 from orchestrator.report.findings import LABEL_IDS, label_cells, wrongs
-from orchestrator.report.html import episode_href, esc
+from orchestrator.report.html import episode_href, esc, url_part
 from orchestrator.report.markdown import md
 from orchestrator.report.table import HarnessView, shorten
 
@@ -29,7 +28,7 @@ def html_lead(tables: list[HarnessView]) -> Iterator[str]:
         cells = label_cells(t.episodes())
         tds = "".join(f'<td class="{_cls(v)}">{esc(v)}</td>' for v in cells.values())
         yield (
-            f'<tr><th><a href="#h-{esc(quote(t.name, safe=""))}"><code>{esc(t.name)}</code></a></th>{tds}'
+            f'<tr><th><a href="#h-{esc(url_part(t.name))}"><code>{esc(t.name)}</code></a></th>{tds}'
             f'<td><span class="badge {esc(t.verdict)}">{esc(t.verdict)}</span></td></tr>'
         )
     yield "</tbody></table>"

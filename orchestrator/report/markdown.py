@@ -35,7 +35,9 @@ _MARKUP = re.compile(r"([\\`*_{}\[\]<>()#+!|&~])")
 
 
 def md(text: str, limit: int = 300) -> str:
-    return _MARKUP.sub(r"\\\1", shorten(clean(text), limit))
+    # `@` as an entity (added after the escapes, so its `&` stays one): report.md is pasted into pull requests,
+    # where `@name` in a harness's text would notify that user or team.
+    return _MARKUP.sub(r"\\\1", shorten(clean(text), limit)).replace("@", "&#64;")
 
 
 def _code(text: str) -> str:

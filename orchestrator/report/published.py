@@ -5,9 +5,11 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import shutil
 import stat
 import tarfile
 from pathlib import Path
+from typing import Protocol
 
 __all__ = ["ARCHIVE", "MAX_ARCHIVE_BYTES", "MAX_UNPACKED_BYTES", "EvidenceError", "pack_evidence", "unpack_evidence"]
 
@@ -85,7 +87,9 @@ def unpack_evidence(archive: Path, dest: Path) -> int:
     the caps; anything else is an EvidenceError. Returns the number of files."""
     dest.mkdir(parents=True)
     written, count = 0, 0
-    with tarfile.open(archive, mode="r:gz") as tar:
+    # Read as a stream through a cap on what the gzip gives: tarfile holds a pax header whole in memory before any
+    # member's size is known, and a 7 MB archive can hold a header of a gigabyte.
+    with gzip.open(archive) as unzipped, tarfile.open(fileobj=_Capped(unzipped, archive), mode="r|") as tar:
         for member in tar:
             parts = _plain_parts(member.name)
             if not member.isfile() and not member.isdir():
@@ -114,5 +118,30 @@ def unpack_evidence(archive: Path, dest: Path) -> int:
             except FileExistsError:
                 raise EvidenceError(f"archive member {member.name!r} appears twice") from None
             with os.fdopen(fd, "wb") as out:
-                out.write(src.read(member.size))
+                shutil.copyfileobj(src, out, 1 << 20)  # a piece at a time: a member may be hundreds of MB
     return count
+
+
+class _Reader(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _Capped(io.RawIOBase):
+    """A file's reads, refused past what the caps allow a whole archive to unpack to (its members' bytes, and a
+    header block or three for each)."""
+
+    LIMIT = MAX_UNPACKED_BYTES + MAX_MEMBERS * 3 * tarfile.BLOCKSIZE
+
+    def __init__(self, raw: _Reader, archive: Path) -> None:
+        super().__init__()
+        self.raw, self.archive, self.read_so_far = raw, archive, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.raw.read(size if 0 <= size <= self.LIMIT else self.LIMIT + 1)
+        self.read_so_far += len(chunk)
+        if self.read_so_far > self.LIMIT:
+            raise EvidenceError(f"{self.archive} unpacks past {self.LIMIT:,} bytes (its caps, headers included)")
+        return chunk

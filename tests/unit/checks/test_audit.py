@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +138,53 @@ def test_existing_output_and_empty_source_are_refused(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no episodes found"):
         audit(tmp_path / "empty", tmp_path / "out2")
+
+
+def test_an_audited_page_links_its_result_and_an_episode_it_could_not_judge_has_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = _layout(tmp_path, "tool_success", "retry_429")
+    real_judge = audit_mod.judge
+
+    def judge_or_raise(result: dict[str, Any], scenario: dict[str, Any], ev: Any) -> None:
+        if result["scenario"] == "retry_429":
+            raise RuntimeError("a judge that breaks")
+        real_judge(result, scenario, ev)
+
+    monkeypatch.setattr(audit_mod, "judge", judge_or_raise)
+    res = audit(src, tmp_path / "out")
+    assert {r["scenario"]: r["verdict"] for r in res.results} == {"retry_429": "error", "tool_success": "pass"}
+    for name in ("tool_success", "retry_429"):
+        page = (tmp_path / "out" / "reference" / name / "episode.html").read_text()
+        assert 'href="scenario_result.json"' in page
+    assert "badge error" in (tmp_path / "out" / "reference" / "retry_429" / "episode.html").read_text()
+
+
+def test_a_saved_run_whose_normalizing_failed_is_audited_with_the_run_s_reason(tmp_path: Path) -> None:
+    first = audit(_layout(tmp_path, "tool_success"), tmp_path / "first")
+    assert first.exit_code == 0
+    saved = tmp_path / "again" / "reference" / "tool_success"
+    shutil.copytree(tmp_path / "first" / "reference" / "tool_success", saved)
+    # As a run saves an episode whose normalizer failed: no rollout.json, the failure in the result.
+    (saved / "rollout.json").unlink()
+    why = "normalized rollout refused: result.json: not JSON at line 1"
+    result = json.loads((saved / "scenario_result.json").read_text())
+    result["normalize"] = {"status": "error", "message": why}
+    (saved / "scenario_result.json").write_text(json.dumps(result))
+    res = audit(tmp_path / "again", tmp_path / "out")
+    reasons = [x for c in res.results[0]["checks"] if c["status"] == "fail" for x in c["reasons"]]
+    assert any(why in x for x in reasons)
+    assert not any("does not exist" in x for x in reasons)
+
+
+def test_a_rollout_of_too_many_values_is_a_fail_naming_the_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator.evidence import jsonread
+
+    monkeypatch.setattr(jsonread, "MAX_VALUES", 50)  # the fixture's rollout holds more; its witness lines fewer
+    res = audit(_layout(tmp_path, "tool_success"), tmp_path / "out")
+    monkeypatch.undo()  # the results are read back from disk, by the same reader
+    assert res.exit_code == 1 and res.results[0]["verdict"] == "fail"
+    reasons = [x for c in res.results[0]["checks"] if c["status"] == "fail" for x in c["reasons"]]
+    assert any("rollout.json: holds up to" in x and "more than 50" in x for x in reasons), reasons[:3]

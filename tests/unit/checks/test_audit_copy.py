@@ -14,7 +14,15 @@ import pytest
 import orchestrator.audit_copy as audit_copy
 from orchestrator.audit import audit
 from orchestrator.audit_copy import copy_evidence
-from orchestrator.evidence.markers import MARKER_BYTES, MARKERS_FILE, MAX_MARKERS, read_folder, read_markers
+from orchestrator.evidence.markers import (
+    INLINE_CHARS,
+    MARKER_BYTES,
+    MARKERS_FILE,
+    MAX_MARKERS,
+    Digest,
+    read_folder,
+    read_markers,
+)
 from orchestrator.runtime.collect import Collection, CollectLimits, Finding
 from tests.unit.checks.conftest import FIXTURES
 
@@ -115,6 +123,49 @@ def test_an_audit_of_an_audit_reads_its_markers_file(tmp_path: Path) -> None:
     assert (tmp_path / "again" / ep / MARKERS_FILE).read_bytes() == (tmp_path / "out" / ep / MARKERS_FILE).read_bytes()
     # Its counts are the run's, as the first audit kept them: the copy of the file added no finding.
     assert again.results[0]["collection"] == first.results[0]["collection"]
+
+
+def test_a_marker_name_that_is_not_utf8_is_left_out_and_the_verdicts_stand(tmp_path: Path) -> None:
+    plain = audit(_layout_plain(tmp_path / "plain"), tmp_path / "plain-out")
+    ep = _episode(tmp_path)
+    (ep / "markers" / os.fsdecode(b"m-\xff-not-utf8.txt")).write_text("a harness's odd name")
+    res = audit(tmp_path / "saved", tmp_path / "out")
+    markers = read_markers(tmp_path / "out" / "reference" / "tool_success" / MARKERS_FILE)
+    assert len(markers) == MANY + 2 + 2 and all(n.isprintable() for n in markers)
+    # What the run reads in place (read_folder) and the audit's file give the checks the same verdicts.
+    assert res.results[0]["verdict"] == "pass" == plain.results[0]["verdict"]
+    assert res.results[0]["checks"] == plain.results[0]["checks"]
+
+
+def test_markers_a_json_writer_would_blow_up_are_kept_as_digests(tmp_path: Path) -> None:
+    # Every byte 0xff decodes to U+FFFD, which JSON writes as six bytes: 700 such markers of 64 KiB wrote 275 MB,
+    # past the reader's own cap, and the audit then failed every marker the run had found.
+    plain = audit(_layout_plain(tmp_path / "plain"), tmp_path / "plain-out")
+    ep = _episode(tmp_path, markers=0)
+    for i in range(50):
+        (ep / "markers" / f"junk{i:03d}").write_bytes(b"\xff" * MARKER_BYTES)
+    res = audit(tmp_path / "saved", tmp_path / "out")
+    written = tmp_path / "out" / "reference" / "tool_success" / MARKERS_FILE
+    assert written.stat().st_size < 1 << 20  # 50 x 393 KB before
+    assert res.results[0]["checks"] == plain.results[0]["checks"]
+    markers = read_markers(written)
+    assert markers["junk007"] == "\ufffd" * MARKER_BYTES and markers["junk007"] != "\ufffd" * (MARKER_BYTES - 1)
+    assert markers["m00011-cap"] == "c" * MARKER_BYTES != markers["junk007"]
+    assert markers == read_folder(ep / "markers")  # the folder's reading, value for value
+
+
+def test_a_digest_equals_exactly_the_text_it_was_made_of() -> None:
+    text = "t" * (INLINE_CHARS + 1)
+    d = Digest.of(text)
+    assert d == text and text == d  # either side first
+    assert (d != text) is False  # != is ==, inverted
+    assert d != text[:-1] + "u" and d != text + "t" and d != 1 and d != Digest.of(text + "t")
+    assert {d: 1}[Digest.of(text)] == 1
+
+
+def _layout_plain(root: Path) -> Path:
+    shutil.copytree(FIXTURES / "tool_success", root / "reference" / "tool_success")
+    return root
 
 
 def test_a_saved_markers_file_beside_the_folder_is_named_and_not_read(tmp_path: Path) -> None:

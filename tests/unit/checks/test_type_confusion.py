@@ -3,6 +3,7 @@ check crashes on it (a crash would still fail, but as "checker error", with no r
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -58,3 +59,45 @@ def test_a_container_in_a_key_place_is_named_not_a_crash(
     status, reasons = results[check]
     assert status == Status.FAIL
     assert any(r.startswith(reason) for r in reasons), reasons
+
+
+ODD_VALUES = [1.5, True, "text", [1], {"k": 1}, None]
+
+
+def _places(rollout: dict[str, Any]) -> list[tuple[str, Place]]:
+    """Every top-level field, and every field of the first element of each list of objects."""
+    places: list[tuple[str, Place]] = []
+    for key, value in rollout.items():
+        places.append((key, lambda r, v, key=key: r.__setitem__(key, v)))
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            places += [(f"{key}[0].{field}", _first(key, field)) for field in value[0]]
+    return places
+
+
+def test_any_value_of_any_type_in_any_field_is_no_crash() -> None:
+    # Found by a sweep: a number for model_calls made calls.witness_response a "checker error" (exit 2).
+    crashes = []
+    for place_name, place in _places(load_episode("tool_success").rollout):
+        for value in ODD_VALUES:
+            ep = load_episode("tool_success")
+            place(ep.rollout, value)
+            for cid, (_, reasons) in ep.evaluate().items():
+                crashes += [f"{place_name}={value!r}: {cid}: {r}" for r in reasons if r.startswith("checker error")]
+    assert crashes == []
+
+
+def test_a_twin_rollout_of_any_shape_is_no_crash() -> None:
+    # Found by a sweep: token_stats a list, or model_call_refs a number, in a twin made transport.parity crash.
+    crashes = []
+    places = _places(load_episode("tool_success").rollout)
+    for key, field in (("model_calls", "token_stats"), ("steps", "model_call_refs")):
+        places.append((f"{key}[*].{field}", lambda r, v, k=key, f=field: [e.__setitem__(f, v) for e in r[k]]))
+    for place_name, place in places:
+        for value in ODD_VALUES:
+            ep = load_episode("tool_success")
+            twin = copy.deepcopy(ep.rollout)
+            place(twin, value)
+            ep.twin = (twin, copy.deepcopy(ep.witness))
+            _status, reasons = ep.evaluate()["transport.parity"]
+            crashes += [f"{place_name}={value!r}: {r}" for r in reasons if r.startswith("checker error")]
+    assert crashes == []

@@ -327,3 +327,16 @@ def test_surrogate_pairs_and_escaped_backslashes_are_still_text() -> None:
     assert loads(b'["\\ud83d\\ude00"]') == ["\U0001f600"]  # a pair is one astral character
     assert loads(b'["\\\\ud800"]') == ["\\ud800"]  # an escaped backslash, then plain letters
     assert loads('["\ud83d\ude00"]'.encode("utf-16", "surrogatepass").decode("utf-16")) == ["\U0001f600"]
+
+
+def test_a_text_of_more_values_than_memory_should_hold_is_refused_by_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 250 MB of `[],` under the byte cap was 87 million lists and 8 GB held: counted, and refused, before parsing.
+    monkeypatch.setattr(jsonread, "MAX_VALUES", 100)
+    many = b"[" + b"[]," * 100 + b"[]]"
+    with pytest.raises(JsonFault, match=r"holds up to 202 values .*, more than 100"):
+        loads(many)
+    few = b"[" + b"[]," * 40 + b"[]]"  # longer than 100 bytes, 82 values
+    assert len(loads(few)) == 41
+    # Counted from above: a comma inside a string counts too (a real text holds some thousand per MB, not one per byte).
+    with pytest.raises(JsonFault, match="more than 100"):
+        loads(b'{"a": "' + b"," * 300 + b'"}')

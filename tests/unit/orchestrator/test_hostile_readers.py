@@ -48,6 +48,15 @@ def test_clean_escapes_lone_surrogates_and_controls_and_keeps_text() -> None:
     clean(LONE + BAD_NAME).encode("ascii")  # nothing left that a strict writer refuses
 
 
+def test_clean_escapes_every_bidirectional_control_and_keeps_right_to_left_text() -> None:
+    # "report\u202etxt.exe" shows as "reportexe.txt": a reason or a file name shown backwards.
+    controls = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    assert clean(controls) == "".join(f"\\u{ord(c):04x}" for c in controls)
+    # Their neighbours are text, and so is a right-to-left script.
+    kept = "\u061b\u061d\u200d\u2010\u2029\u202f\u2065\u206a שלום مرحبا"
+    assert clean(kept) == kept
+
+
 def test_check_reasons_quoting_harness_text_are_cleaned_where_they_are_made() -> None:
     check = next(c for c in REGISTRY.values() if not c.depends_on)
     quoting = dataclasses.replace(check, fn=lambda _ev: [f"tool output {LONE} from {BAD_NAME}"])
@@ -78,6 +87,39 @@ def test_every_report_and_the_run_table_take_lone_surrogates(tmp_path: Path, mon
     sys.stdout.flush()
     printed = out.getvalue().decode("utf-8")
     assert "normalize: cannot read log-\\udcff\\udcfe.txt\\ud800" in printed
+
+
+def test_an_audited_folder_named_in_bytes_that_are_not_utf8_is_skipped_by_name(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    for harness in (os.fsdecode(b"ref\xffname"), "reference"):
+        shutil.copytree(FIXTURES / "tool_success", tmp_path / "saved" / harness / "tool_success")
+    res = _cli("audit", str(tmp_path / "saved"), "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    # The other episode is audited; this one is named, escaped, in a strict UTF-8 stream.
+    assert "skipped ref\\udcffname/tool_success: its name is not UTF-8" in res.stderr.decode("utf-8")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir()) == ["reference"]
+
+
+def test_a_native_file_named_in_bytes_that_are_not_utf8_leaves_every_record_readable(tmp_path: Path) -> None:
+    ep = tmp_path / "saved" / "reference" / "tool_success"
+    shutil.copytree(FIXTURES / "tool_success", ep)
+    (ep / "native").mkdir()
+    (ep / "native" / BAD_NAME).write_text("a harness's odd name")
+    res = audit(tmp_path / "saved", tmp_path / "out")
+    assert res.exit_code == 0
+    from orchestrator.evidence import load_json
+
+    inputs = load_json(tmp_path / "out" / "audit.json", "audit/v1")["inputs"]  # the strict reader
+    assert "reference/tool_success/witness.jsonl" in inputs and not any("native/" in k for k in inputs)
+    assert (tmp_path / "out" / "reference" / "tool_success" / "episode.html").is_file()
+
+
+def test_a_link_to_a_name_in_bytes_that_are_not_utf8_is_its_bytes() -> None:
+    from orchestrator.report.html import episode_href, url_part
+
+    assert episode_href(os.fsdecode(b"ref\xffname"), "a b") == "ref%FFname/a%20b/episode.html"
+    assert url_part("\ud800") == "%ED%A0%80"  # a surrogate no file name holds (JSON text): no raise either
 
 
 def test_ci_report_writes_its_files_whatever_the_summaries_hold(tmp_path: Path) -> None:

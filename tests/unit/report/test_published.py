@@ -7,11 +7,13 @@ import io
 import shutil
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli import app
+from orchestrator.report import published
 from orchestrator.report.published import (
     ARCHIVE,
     MAX_ARCHIVE_BYTES,
@@ -124,3 +126,43 @@ def test_every_published_run_carries_its_evidence() -> None:
     # A page without its evidence is a claim nobody can re-check: every saved run has its archive.
     saved = sorted(p.parent.name for p in RESULTS.glob("runs/*/summary.json"))
     assert "reference" in saved and saved == PUBLISHED
+
+
+def test_a_pax_header_larger_than_the_caps_is_refused_before_it_is_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tarfile reads a pax header whole before any size is known: a 7 MB archive held a 1 GiB one (4.45 GB RSS).
+    monkeypatch.setattr(published._Capped, "LIMIT", 64 * 1024)
+    member = tarfile.TarInfo("h/s/f")
+    member.size = 1
+    member.pax_headers = {"comment": "x" * (256 * 1024)}
+    with tarfile.open(tmp_path / "a.tar.gz", "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        tar.addfile(member, io.BytesIO(b"x"))
+    read: list[int] = []
+    real = published._Capped.read
+
+    def counting(self: Any, size: int = -1) -> bytes:
+        chunk: bytes = real(self, size)
+        read.append(len(chunk))
+        return chunk
+
+    monkeypatch.setattr(published._Capped, "read", counting)
+    with pytest.raises(EvidenceError, match="unpacks past 65,536 bytes"):
+        unpack_evidence(tmp_path / "a.tar.gz", tmp_path / "out")
+    assert sum(read) <= 64 * 1024 + (1 << 20)  # stopped at the cap, give or take one read
+
+
+def test_a_member_is_written_a_piece_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    member = tarfile.TarInfo("h/s/big")
+    member.size = 3 << 20
+    asked: list[int] = []
+    real = tarfile.ExFileObject.read
+
+    def read(self: Any, size: int | None = -1) -> bytes:
+        asked.append(-1 if size is None else size)
+        return real(self, size)
+
+    monkeypatch.setattr(tarfile.ExFileObject, "read", read)
+    unpack_evidence(_archive(tmp_path / "a.tar.gz", member), tmp_path / "out")
+    assert (tmp_path / "out" / "h" / "s" / "big").stat().st_size == 3 << 20
+    assert asked and max(asked) <= 1 << 20 and -1 not in asked  # never the whole member in one read

@@ -58,6 +58,14 @@ def test_markdown_scenario_rows_and_escaping(summary: dict[str, Any]) -> None:
     assert "## Errors" in md and "hermes/tool\\_success: episode error" in md
 
 
+def test_markdown_mentions_nobody_a_harness_names() -> None:
+    from orchestrator.report.markdown import md
+
+    # Pasted into a pull request, `@team` in harness text would notify the team; as an entity it renders as "@".
+    assert md("ping @octocat and @org/team, a@b") == "ping &#64;octocat and &#64;org/team, a&#64;b"
+    assert md("& <b>") == r"\& \<b\>"  # the other escapes are untouched
+
+
 def test_html_is_self_contained_and_escaped(summary: dict[str, Any]) -> None:
     page = render_html(summary)
     assert page.startswith("<!DOCTYPE html>")
