@@ -30,12 +30,15 @@ def _dirs(folder: str) -> list[str]:
     return names
 
 
-def episode_names(source: Path, skipped: list[str] | None = None) -> list[tuple[str, str]]:
+def episode_names(
+    source: Path, skipped: list[str] | None = None, unreadable: list[str] | None = None
+) -> list[tuple[str, str]]:
     """(harness, scenario) for every `<harness>/<scenario>/` holding a scenario.json and a witness or a rollout.
 
     Only real folders and files count: a link in the source tree is never followed. Plain strings, one harness
     name shared by its episodes: a source of 10,000 episodes must not cost 10,000 Path objects at once.
-    skipped, when given, gets one line per folder that holds part of an episode but not enough, naming what it lacks.
+    skipped, when given, gets one line per folder that holds part of an episode but not enough, naming what it lacks;
+    unreadable one per folder whose scenario.json cannot be looked at (no permission), with the system's reason.
     """
     root = os.fspath(source)
     found = []
@@ -48,7 +51,14 @@ def episode_names(source: Path, skipped: list[str] | None = None) -> list[tuple[
                 if skipped is not None:
                     skipped.append(f"{clean(h)}/{clean(s)}: its name is not UTF-8, as no run names a folder")
                 continue
-            scenario = is_kind(os.path.join(ep, "scenario.json"), stat.S_IFREG)
+            try:
+                scenario = stat.S_ISREG(os.lstat(os.path.join(ep, "scenario.json")).st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                scenario = False
+            except OSError as exc:
+                if unreadable is not None:
+                    unreadable.append(f"{h}/{s}: it cannot be read: {exc.strerror or exc}")
+                continue
             evidence = [f for f in ("witness.jsonl", "rollout.json") if is_kind(os.path.join(ep, f), stat.S_IFREG)]
             if scenario and (evidence or was_cut_short(ep)):
                 found.append((h, s))

@@ -24,6 +24,7 @@ __all__ = [
     "certain_pairs",
     "column",
     "decided",
+    "dicts",
     "held_pairs",
     "join_calls",
     "loose_failures",
@@ -142,8 +143,12 @@ def model_calls(ev: Evidence) -> list[dict[str, Any]]:
 
 
 def _model_calls(ev: Evidence) -> list[dict[str, Any]]:
-    value = ev.r.get("model_calls")
-    return [c for c in value if isinstance(c, dict)] if isinstance(value, list) else []
+    return dicts(ev.r.get("model_calls"))
+
+
+def dicts(value: Any) -> list[dict[str, Any]]:
+    """The objects of a rollout's list, in order: the harness's JSON may hold any value where a list belongs."""
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
 
 def call_keys(ev: Evidence) -> list[Key]:

@@ -6,16 +6,13 @@ import json
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence, Witness
+from orchestrator.checks.join import dicts
 from orchestrator.checks.model import Kind, check
 
 __all__ = ["MAX_REASONS", "facts"]
 
 MAX_REASONS = 12
 _TOKEN_FIELDS = ("prompt", "completion", "reasoning", "total", "cached")
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
 
 # A twin's rollout is the harness's, of any shape: a field of the wrong type is a difference, never a crash.
@@ -62,33 +59,33 @@ def facts(rollout: dict[str, Any], witness: Witness) -> dict[str, Any]:
             "response_id": c.get("response_id"),
             "token_stats": {f: _field(c.get("token_stats"), f) for f in _TOKEN_FIELDS},
         }
-        for c in _dicts(rollout.get("model_calls"))
+        for c in dicts(rollout.get("model_calls"))
     ]
     tools = [
         {k: t.get(k) for k in ("tool_call_id", "tool_name", "arguments", "status", "exit_code", "output", "step_no")}
-        for t in _dicts(rollout.get("tool_calls"))
+        for t in dicts(rollout.get("tool_calls"))
     ]
     histories = [
         [
             {k: m.get(k) for k in ("role", "content", "tool_call_id", "origin")}
             | {
                 "tool_calls": [
-                    {k: tc.get(k) for k in ("tool_call_id", "tool_name")} for tc in _dicts(m.get("tool_calls"))
+                    {k: tc.get(k) for k in ("tool_call_id", "tool_name")} for tc in dicts(m.get("tool_calls"))
                 ]
             }
-            for m in _dicts(inv.get("conversation"))
+            for m in dicts(inv.get("conversation"))
         ]
-        for inv in _dicts(rollout.get("invocations"))
+        for inv in dicts(rollout.get("invocations"))
     ]
     raw = rollout.get("outcome")
     outcome: dict[str, Any] = raw if isinstance(raw, dict) else {}
     found = {
         "model_calls": calls,
-        "steps": [_length(s.get("model_call_refs")) for s in _dicts(rollout.get("steps"))],
+        "steps": [_length(s.get("model_call_refs")) for s in dicts(rollout.get("steps"))],
         "tool_calls": tools,
         "histories": histories,
         "outcome": {k: outcome.get(k) for k in ("status", "final_answer", "failure_kind")},
-        "gaps": sorted({str(g.get("code")) for g in _dicts(rollout.get("gaps"))}),
+        "gaps": sorted({str(g.get("code")) for g in dicts(rollout.get("gaps"))}),
     }
     masked: dict[str, Any] = _masked(found, _placeholders(witness))
     return masked

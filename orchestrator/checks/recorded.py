@@ -10,9 +10,11 @@ from orchestrator.checks.bodies import body_difference
 from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.join import (
     attempt_keys,
+    dicts,
     held_pairs,
     join_calls,
     loose_failures,
+    model_calls,
     order_pairs_beside,
     shared,
 )
@@ -60,7 +62,7 @@ def steps_witness_times(ev: Evidence) -> list[str]:
     (steps.numbering's finding) or whose calls pair with no attempt are not judged; where none can be, the time is
     unverifiable (not applicable, named).
     """
-    steps = [s for s in ev.r.get("steps") or [] if isinstance(s, dict)] if isinstance(ev.r.get("steps"), list) else []
+    steps = dicts(ev.r.get("steps"))
     times = TimeCache()
     stamped = [(s, t) for s in steps if (t := times.parse(s.get("timestamp"))) is not None]
     if not stamped:
@@ -139,10 +141,7 @@ def calls_witness_response(ev: Evidence) -> list[str]:
     them out. A call is joined to its attempt as the other wire checks join it, or else by the id its body carries.
     A harness that records no response body leaves this unverifiable: not applicable, the gap named.
     """
-    listed = ev.r.get("model_calls")  # any JSON value: a scalar is no list of calls (rollout.schema names it)
-    calls = (
-        [c for c in listed if isinstance(c, dict) and c.get("response") is not None] if isinstance(listed, list) else []
-    )
+    calls = [c for c in model_calls(ev) if c.get("response") is not None]
     if not calls:
         raise Unverifiable("gap calls.response_unrecorded: no model call records the response body it received")
     attempt_of = {id(c): a for c, a in [*join_calls(ev).pairs, *loose_failures(ev), *order_pairs_beside(ev)]}

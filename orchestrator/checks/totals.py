@@ -6,17 +6,12 @@ from typing import Any
 
 from orchestrator.checks.attempts import TOKEN_FIELDS
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import join_calls, model_calls, rollout_key, witness_key
+from orchestrator.checks.join import dicts, join_calls, model_calls, rollout_key, witness_key
 from orchestrator.checks.model import Kind, Unverifiable, check
 
 __all__: list[str] = []
 
 Counts = dict[str, int | None]
-
-
-def _listed(value: Any) -> list[Any]:
-    # Any JSON value: `x or []` would iterate a string and raise on a number.
-    return value if isinstance(value, list) else []
 
 
 def _wire_counts(usage: Any) -> Counts:
@@ -74,8 +69,7 @@ def tokens_totals_match(ev: Evidence) -> list[str]:
     Both sides sum the same calls: a session's totals cover its side calls (summarization) that it records as
     its own, on the wire as in its calls' counts.
     """
-    invocations = [i for i in _listed(ev.r.get("invocations")) if isinstance(i, dict)]
-    steps = [s for s in _listed(ev.r.get("steps")) if isinstance(s, dict)]
+    invocations, steps = dicts(ev.r.get("invocations")), dicts(ev.r.get("steps"))
     if not any("token_totals" in i for i in invocations) and not any("token_stats" in s for s in steps):
         # Per-call counts alone are tokens.match's; with no totals there is nothing here to hold, and no pass.
         raise Unverifiable("gap tokens.totals_unrecorded: the harness records no session or step token totals")

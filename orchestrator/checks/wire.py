@@ -19,6 +19,7 @@ from orchestrator.checks.join import (
     attempt_column,
     attempt_keys,
     call_column,
+    dicts,
     held_pairs,
     join_calls,
     loose_failures,
@@ -184,9 +185,8 @@ def history_witness_results(ev: Evidence) -> list[str]:
     """
     reasons = history_call_mismatches(ev)
     results_seen = ev.w.results_seen
-    invocations = ev.r.get("invocations")
-    for inv in invocations if isinstance(invocations, list) else []:
-        conversation = inv.get("conversation") if isinstance(inv, dict) else None
+    for inv in dicts(ev.r.get("invocations")):
+        conversation = inv.get("conversation")
         for n, m in enumerate(conversation if isinstance(conversation, list) else []):
             if not isinstance(m, dict) or m.get("role") != "tool":
                 continue

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tarfile
 import tempfile
@@ -96,32 +95,16 @@ def _published(source: Path, stack: contextlib.ExitStack) -> Path:
     return run
 
 
-def _episodes(source: Path, skipped: list[str] | None = None) -> list[tuple[str, str]]:
+def _episodes(
+    source: Path, skipped: list[str] | None = None, unreadable: list[str] | None = None
+) -> list[tuple[str, str]]:
     """episode_names, with a folder of the source that cannot be listed named (BadFile), never a crash."""
     from orchestrator.audit import episode_names  # loaded on use: `run` needs none of it
 
     try:
-        return episode_names(source, skipped)
+        return episode_names(source, skipped, unreadable)
     except OSError as exc:
         raise BadFile(f"{exc.filename or source}: the folder cannot be listed: {exc.strerror or exc}") from None
-
-
-def _unreadable_episodes(source: Path, found: list[tuple[str, str]]) -> list[str]:
-    """`<harness>/<scenario>: ...` for each folder that may be an episode but cannot be read (no permission): left
-    out as the folders without a scenario.json are, so it is named. One lstat for each folder not found."""
-    episodes = set(found)
-    out = []
-    for h in sorted(e.name for e in os.scandir(source) if e.is_dir(follow_symlinks=False)):
-        for s in sorted(e.name for e in os.scandir(source / h) if e.is_dir(follow_symlinks=False)):
-            if (h, s) in episodes:
-                continue
-            try:
-                os.lstat(source / h / s / "scenario.json")
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            except OSError as exc:
-                out.append(f"{h}/{s}: it cannot be read: {exc.strerror or exc}")
-    return out
 
 
 def _audit(
@@ -139,8 +122,8 @@ def _audit(
         typer.echo(f"harness-probe: {hint}", err=True)
         raise typer.Exit(2)
     skipped: list[str] = []
-    found = _episodes(source, skipped)
-    unreadable = _unreadable_episodes(source, found)
+    unreadable: list[str] = []
+    found = _episodes(source, skipped, unreadable)
     if not found and unreadable:
         raise BadFile(f"{source}: no episodes found that can be read: {'; '.join(unreadable[:5])}")
     for why in skipped + unreadable:

@@ -11,7 +11,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import structlog
 
@@ -19,7 +18,7 @@ from orchestrator.checks.catalogue import LIES
 from orchestrator.checks.evidence import Evidence
 from orchestrator.paths import EpisodePaths
 from orchestrator.report.episode_rows import UNRECORDED, UNWITNESSED, Mark, Row, ToolRow, timeline
-from orchestrator.report.html import esc
+from orchestrator.report.html import esc, url_part
 from orchestrator.report.table import execution_text, listed, shorten
 
 log = structlog.get_logger(__name__)
@@ -222,7 +221,7 @@ def _row(n: int, r: Row) -> Iterator[str]:
 def _link(root: Path, name: str) -> str:
     if not os.path.lexists(root / name):
         return ""
-    return f'<a href="{esc(quote(name))}">{esc(name)}</a>'
+    return f'<a href="{esc(url_part(name, safe="/"))}">{esc(name)}</a>'
 
 
 def _inert(name: str) -> bool:
@@ -253,8 +252,7 @@ def _native_links(root: Path) -> str:
     items = []
     for f in files:
         if _inert(f.rpartition("/")[2]):
-            # The bytes, not the str: a name that is not UTF-8 holds lone surrogates quote() cannot encode.
-            items.append(f'<li><a href="{esc(quote(os.fsencode(f)))}">{esc(f)}</a></li>')
+            items.append(f'<li><a href="{esc(url_part(f, safe="/"))}">{esc(f)}</a></li>')
         else:
             items.append(f"<li><code>{esc(f)}</code> <i>{_UNLINKED}</i></li>")
     more = "+" if len(files) >= MAX_NATIVE_LINKS else ""

@@ -109,14 +109,14 @@ def episode_href(harness: str, scenario: str) -> str:
     return f"{url_part(harness)}/{url_part(scenario)}/episode.html"
 
 
-def url_part(name: str) -> str:
-    """A folder's name as one percent-encoded part of a link: its bytes, so a name that is not UTF-8 (an audited
-    folder's, read with surrogateescape) is linked as it is on disk rather than raising."""
+def url_part(name: str, safe: str = "") -> str:
+    """A file's or folder's name percent-encoded for a link (`safe`: characters left as they are, "/" for a path):
+    its bytes, so a name that is not UTF-8 (read with surrogateescape) is linked as it is on disk, not raising."""
     try:
         raw = name.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a surrogate no file name decodes to (one from JSON text)
         raw = name.encode("utf-8", "surrogatepass")
-    return _quote(raw, safe="")
+    return _quote(raw, safe=safe)
 
 
 def esc(text: str) -> str:
