@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InputError
-from orchestrator.evidence import FormatError, load_json, validate
+from orchestrator.evidence import Fault, FormatError, load_json, validate
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES
 from orchestrator.output import check_output, make_output, write_json
 from orchestrator.paths import RunPaths
@@ -84,8 +84,20 @@ def _load(path: Path) -> _Source:
         suite = load_json(paths.suite, "suite/v1")
         summary = load_json(path / "summary.json", "probe-summary/v1")
         episodes = [(h["name"], e["scenario"]) for h in summary["harnesses"] for e in h["scenarios"]]
+        harnesses = {h["name"] for h in suite["harnesses"]}
+        scenarios = {sc["name"] for sc in suite["scenarios"]}
         for h, sc in episodes:
-            load_json(paths.episode(h, sc).result, "scenario-result/v1")
+            where = paths.episode(h, sc).result  # a name that is no plain folder name is refused first
+            if h not in harnesses or sc not in scenarios:
+                raise FormatError(
+                    str(path / "summary.json"), [Fault("$.harnesses", f"episode {h}/{sc} is not in its suite.json")]
+                )
+            result = load_json(where, "scenario-result/v1")
+            if (result["harness"], result["scenario"]) != (h, sc):
+                claims = f"{result['harness']}/{result['scenario']}"
+                raise FormatError(
+                    str(where), [Fault("$", f"claims episode {claims}, but is in the folder of {h}/{sc}")]
+                )
     except (FormatError, ValueError) as exc:
         raise IncompleteShard(f"{path}: {exc}") from None
     return _Source(path, suite, summary, episodes)
@@ -106,6 +118,14 @@ def _check(sources: list[_Source]) -> None:
     run_ids = [s.suite["run_id"] for s in sources]
     if len(set(run_ids)) != len(run_ids):
         raise OverlappingShards(f"the same run appears twice among the inputs (run ids {', '.join(run_ids)})")
+    sharded = [str(s.path) for s in sources if "shard" in s.suite]
+    if sharded and len(sharded) != len(sources):
+        whole = ", ".join(str(s.path) for s in sources if "shard" not in s.suite)
+        raise InconsistentShards(f"shards ({', '.join(sharded)}) cannot be merged with unsharded runs ({whole})")
+    for s in sources:
+        if "shard" in s.suite and s.suite["shard"]["index"] > s.suite["shard"]["count"]:
+            shard = s.suite["shard"]
+            raise InconsistentShards(f"{s.path}: shard {shard['index']} of {shard['count']} does not exist")
     counts = {str(s.path): s.suite["shard"]["count"] for s in sources if "shard" in s.suite}
     _same("shard count", counts)
     indexes = [s.suite["shard"]["index"] for s in sources if "shard" in s.suite]

@@ -31,6 +31,7 @@ VIOLATION_STATUS: dict[str, int] = {
     "script_exhausted": 409,
     "internal_error": 500,
     "body_over_cap": 413,
+    "head_over_cap": 431,
 }
 
 

@@ -21,7 +21,7 @@ from proxy_addons.fault_shapes import AlteredReply, ErrorShape
 from proxy_addons.faults import ARGS_TRUNCATED, HTTP_ERROR, LENGTH_CUT, STEP_FAULTS
 from proxy_addons.gemini import GeminiCodec
 from proxy_addons.issued_calls import CallState, tool_call_fields
-from proxy_addons.limits import MAX_BODY_BYTES, body_over_cap, check_marker
+from proxy_addons.limits import MAX_BODY_BYTES, PATH_SHOWN, body_over_cap, check_marker, head_over_cap
 from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, RequestShapeError, ScriptedReply
 from proxy_addons.responses import ResponsesCodec
@@ -111,8 +111,15 @@ class Interpreter:
         """Answer one request; failures become a recorded 500 (only unrecordable ones escape)."""
         attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
         self._attempts += 1
+        head = head_over_cap(request.method, request.path, request.headers)
+        if head is not None:
+            # Recorded from a prefix of the path and no headers: the witness must not carry what the cap refused.
+            attempt.request = replace(request, path=request.path[:PATH_SHOWN], headers=())
+            return self._reject(attempt, "head_over_cap", head[0], {"size": head[1]})
         wire_body = request.body if request.raw_body is None else request.raw_body
         over = body_over_cap(request.body) or (body_over_cap(wire_body) if wire_body is not request.body else None)
+        if request.inflates_past_cap:
+            over = f"request body inflates (its content-encoding removed) past the {MAX_BODY_BYTES}-byte cap"
         if over is not None:
             # Neither parsed nor kept: the witness gets its size and hash, so no reader of it can be sunk by it.
             extra = {"size": len(wire_body), "sha256": sha256_hex(wire_body)}

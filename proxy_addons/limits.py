@@ -5,13 +5,27 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Sequence
 from itertools import accumulate
 
-__all__ = ["MARKER_MAX_BYTES", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "body_over_cap", "check_marker"]
+__all__ = [
+    "MARKER_MAX_BYTES",
+    "MAX_BODY_BYTES",
+    "MAX_HEAD_BYTES",
+    "MAX_JSON_DEPTH",
+    "PATH_SHOWN",
+    "body_over_cap",
+    "check_marker",
+    "head_over_cap",
+]
 
 MARKER_MAX_BYTES = 4096  # a marker holds one token of a few dozen bytes
 MAX_BODY_BYTES = 16 * 1024 * 1024  # long agent histories are a few MiB; this is far beyond any real one
 MAX_JSON_DEPTH = 100  # real request bodies nest tool schemas a few dozen levels; the witness adds two
+# A request's head: its method, path and headers, which every attempt line records (the allow-listed headers) and
+# which no witness budget bounds. Real ones are a few hundred bytes; a 64 MiB path would be written three times.
+MAX_HEAD_BYTES = 64 * 1024
+PATH_SHOWN = 1024  # the characters of a refused head's path the witness keeps
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
@@ -52,6 +66,18 @@ def body_over_cap(body: bytes) -> str | None:
     if depth > MAX_JSON_DEPTH:
         return f"request body nests JSON {depth} levels deep, over the cap of {MAX_JSON_DEPTH}"
     return None
+
+
+def head_over_cap(method: str, path: str, headers: Sequence[tuple[bytes, bytes]]) -> tuple[str, int] | None:
+    """(why, its size in bytes) when a request's head is past MAX_HEAD_BYTES, or None."""
+    size = len(method) + len(path) + sum(len(name) + len(value) + 4 for name, value in headers)
+    if size <= MAX_HEAD_BYTES:
+        return None
+    return (
+        f"request head (method, path of {len(path)} characters and {len(headers)} headers) of {size} bytes is over "
+        f"the {MAX_HEAD_BYTES}-byte cap",
+        size,
+    )
 
 
 def _max_depth(body: bytes) -> int:

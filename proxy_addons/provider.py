@@ -13,9 +13,11 @@ from mitmproxy import ctx, dns, exceptions, http
 from mitmproxy.net.dns import response_codes, types
 
 from proxy_addons import __version__
+from proxy_addons.decoding import decode_body
 from proxy_addons.dispatch import install_hook_dispatch
 from proxy_addons.egress import answer_question, own_address
 from proxy_addons.interpreter import IncomingRequest, Interpreter, OutgoingResponse
+from proxy_addons.limits import MAX_BODY_BYTES
 from proxy_addons.responder import ABORT_HEADER, LOOPBACK, PLAN_HEADER, StreamingResponder
 from proxy_addons.scenario import ScenarioError, load_scenario
 from proxy_addons.typechecks import skip_message_typechecks
@@ -156,12 +158,16 @@ class ScriptedProvider:
             self._refuse(flow)
             return
         try:
+            raw = flow.request.raw_content or b""
+            encoding = flow.request.headers.get("content-encoding")
+            body = decode_body(raw, encoding, MAX_BODY_BYTES, lambda: flow.request.get_content(strict=False))
             incoming = IncomingRequest(
                 method=flow.request.method,
                 path=flow.request.path,
                 headers=tuple(flow.request.headers.fields),
-                body=flow.request.get_content(strict=False) or b"",
+                body=body or b"",
                 raw_body=flow.request.raw_content,
+                inflates_past_cap=body is None,
             )
             answer = interpreter.handle(incoming)
         except WitnessWriteError as exc:

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from collections import deque
@@ -62,6 +63,10 @@ COMMIT_DELAY = 0.004
 # with code `witness_budget`); every event is still written, so the witness stays gap-free.
 WITNESS_BUDGET_BYTES = 32 * 1024 * 1024
 BUDGET_VIOLATION = "witness_budget"
+# json.dumps (ASCII) writes every code point past U+FFFF as a surrogate pair, and a lone surrogate as one escape: only
+# a line with such an escape can hold a lone one.
+_SURROGATE_ESCAPE = re.compile(r"\\ud[89a-f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class WitnessWriteError(RuntimeError):
@@ -95,7 +100,33 @@ def witness_headers(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 
 
 def _line(record: Mapping[str, Any]) -> bytes:
-    return json.dumps(record, allow_nan=False, separators=(",", ":")).encode("ascii") + b"\n"
+    text = json.dumps(record, allow_nan=False, separators=(",", ":"))
+    if _SURROGATE_ESCAPE.search(text) is not None and not _is_unicode(record):
+        # A string the harness sent that is not Unicode text (a path's bytes that are not UTF-8, which mitmproxy
+        # decodes with surrogateescape): the reader refuses a line holding one, and with it the whole witness. Each
+        # such code point is written as U+FFFD, as header values that are not UTF-8 are.
+        text = json.dumps(_replaced(record), allow_nan=False, separators=(",", ":"))
+    return text.encode("ascii") + b"\n"
+
+
+def _is_unicode(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # one C pass; only a lone surrogate fails it
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _replaced(value: Any) -> Any:
+    """`value` with every surrogate code point in its strings (keys included) replaced by U+FFFD; the nesting is
+    bounded by the body's depth cap (limits.MAX_JSON_DEPTH) plus the event's own."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, Mapping):
+        return {_replaced(k): _replaced(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replaced(v) for v in value]
+    return value
 
 
 def _holds_body(record: Mapping[str, Any], bodies: Mapping[str, bytes]) -> bool:

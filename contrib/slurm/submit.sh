@@ -11,7 +11,11 @@ usage() { echo "usage: $0 N OUT [RUN ARGS...]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 n=$1 out=$2; shift 2
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || usage
-[ ! -e "$out/merged" ] || { echo "$out/merged already exists; choose a new OUT (results are never mixed)" >&2; exit 2; }
+# The merge takes every shard-I folder that holds a whole summary: one left by an earlier submission would stand in
+# for a shard of this one that failed. So each submission gets an OUT of its own.
+for old in "$out/merged" "$out"/shard-*; do
+  [ ! -e "$old" ] || { echo "$old already exists; choose a new OUT (results are never mixed)" >&2; exit 2; }
+done
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out/logs"
 read -r -a extra <<<"${HARNESS_PROBE_SBATCH_ARGS:-}"

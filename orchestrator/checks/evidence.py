@@ -35,6 +35,7 @@ _STR_ONLY_BREAKS = b"\x0b\x0c\x1c\x1d\x1e\x1f"
 _STR_ONLY_BREAKS_EACH = [bytes([b]) for b in _STR_ONLY_BREAKS]
 _BATCH = 256  # witness lines read and checked together: small enough to stay in the CPU caches
 _PIECE = 1 << 20  # bytes of the witness read at a time
+MAX_FAULT_LINES = 100  # faults described one by one; past them, lines with a fault are only counted
 
 
 def withheld(event: dict[str, Any], field: str) -> bool:
@@ -252,28 +253,45 @@ def _read_witness(path: Path, max_bytes: int) -> Witness:
     # Validating against the one branch the line's `event` names (rather than trying every branch of the oneOf)
     # gives the same verdict with clearer faults, at a fraction of the cost on large witnesses.
     prechecks = {kind: fragment_precheck(_FMT, f"/$defs/{kind}") for kind in _EVENT_KINDS}
+    listed = unlisted = 0  # lines with a fault described; those past the first MAX_FAULT_LINES, only counted
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        # A fault's text can quote its whole line, once per branch of the schema: past the first lines with a fault,
+        # thousands more would hold gigabytes of text that no one reads, so they are only counted.
+        listing = listed < MAX_FAULT_LINES
+        line_faults: list[Fault] = []
         try:
             event = loads(line)
         except JsonFault as exc:
-            found.append(Fault(f"line {n}: $", str(exc)))
-            continue
-        kind = event.get("event") if isinstance(event, dict) else None
-        precheck = prechecks.get(kind) if isinstance(kind, str) else None
-        if precheck is None or not precheck(event, True):  # the exact pre-check passes valid lines; jsonschema judges
-            line_faults = (
-                fragment_faults(event, _FMT, f"/$defs/{kind}", "$", parsed=True)
-                if precheck is not None
-                else faults(event, _FMT, parsed=True)
-            )
-            found.extend(Fault(f"line {n}: {f.path}", f.message) for f in line_faults)
-        if isinstance(event, dict):
-            if event.get("seq") != len(events):
-                found.append(Fault(f"line {n}: $.seq", f"expected {len(events)}, got {event.get('seq')!r}"))
-            events.append(event)
+            line_faults.append(Fault(f"line {n}: $", str(exc)))
+        else:
+            kind = event.get("event") if isinstance(event, dict) else None
+            precheck = prechecks.get(kind) if isinstance(kind, str) else None
+            # The exact pre-check passes valid lines; jsonschema judges (and names the faults of) the others.
+            if precheck is None or not precheck(event, True):
+                described = (
+                    (
+                        fragment_faults(event, _FMT, f"/$defs/{kind}", "$", parsed=True)
+                        if precheck is not None
+                        else faults(event, _FMT, parsed=True)
+                    )
+                    if listing
+                    else [Fault("$", "not a witness event")]
+                )
+                line_faults.extend(Fault(f"line {n}: {f.path}", f.message) for f in described)
+            if isinstance(event, dict):
+                if event.get("seq") != len(events):
+                    line_faults.append(Fault(f"line {n}: $.seq", f"expected {len(events)}, got {event.get('seq')!r}"))
+                events.append(event)
+        if line_faults and listing:
+            found.extend(line_faults)
+            listed += 1
+        elif line_faults:
+            unlisted += 1
     del lines
+    if unlisted:
+        found.append(Fault("$", f"and {unlisted} more lines with faults, not listed"))
     if events and events[0].get("event") != "start":
         found.append(Fault("line 1: $.event", "the first event must be `start`"))
     if found:

@@ -37,6 +37,8 @@ _SCENARIO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 _VERSION = re.compile(r"(?:([A-Za-z0-9][A-Za-z0-9._-]*)=)?([A-Za-z0-9][A-Za-z0-9.+_-]{0,63})")
 # Options of `run` the action sets itself: `args` may not set them again (the evidence must land where it uploads).
 _OWN = {"-o", "--output", "-H", "--harness", "--log-format"}
+_SHORT_WITH_VALUE = "Hosaj"  # `run`'s short options that take a value: the rest of a cluster is that value
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class ActionError(ValueError):
@@ -97,9 +99,28 @@ def _extra_args(raw: str) -> list[str]:
     except ValueError as exc:
         raise ActionError(f"input args: not shell words: {exc}") from None
     for w in words:
-        if w.split("=", 1)[0] in _OWN:
-            raise ActionError(f"input args: {w.split('=', 1)[0]} is set by the action itself")
+        if _CONTROL.search(w):
+            raise ActionError(f"input args: {w!r} holds a control character")
+        own = _own_option(w)
+        if own:
+            raise ActionError(f"input args: {own} is set by the action itself")
     return words
+
+
+def _own_option(word: str) -> str | None:
+    """The action's own option `word` sets, in any spelling: `-o x`, `-ox`, `-vHpi`, `--output=x`, `--out=x`."""
+    if word.startswith("--"):
+        name = word.split("=", 1)[0]
+        # click accepts no abbreviations, but refuse them anyway: a prefix of an own option is no option of `args`.
+        return next((o for o in _OWN if o.startswith("--") and len(name) > 2 and o.startswith(name)), None)
+    if word.startswith("-") and len(word) > 1:
+        # A cluster of short options, read as click reads it: flags until one that takes a value (the rest).
+        for c in word[1:]:
+            if f"-{c}" in _OWN:
+                return f"-{c}"
+            if c in _SHORT_WITH_VALUE:
+                break
+    return None
 
 
 def assemble(inputs: dict[str, str], workspace: Path, evidence: Path, exe: str = "harness-probe") -> list[Leg]:
@@ -137,9 +158,14 @@ def assemble(inputs: dict[str, str], workspace: Path, evidence: Path, exe: str =
     return legs
 
 
+def _command_data(text: str) -> str:
+    """Text made safe as workflow command data (GitHub's escaping): a line break cannot start a command."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
 def _run_leg(leg: Leg) -> int:
     leg.folder.mkdir(parents=True, exist_ok=True)
-    print(f"::group::{shlex.join(leg.argv)}", flush=True)
+    print(f"::group::{_command_data(shlex.join(leg.argv))}", flush=True)
     with (leg.folder / "probe.log").open("wb") as log:
         code = subprocess.run(leg.argv, stderr=log, check=False).returncode
     print("::endgroup::", flush=True)

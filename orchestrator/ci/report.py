@@ -8,6 +8,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from orchestrator.evidence import FormatError, load_json
 
@@ -34,11 +35,16 @@ class Row:
     note: str | None = None
     options: dict[str, str] = field(default_factory=dict)
 
+    def unsafe_args(self) -> bool:
+        """Whether an argument of the rerun command holds a control character (a line break ends a code fence)."""
+        words = [self.harness, self.runtime, *self.scenarios_failed, *self.options, *self.options.values()]
+        return any(_CONTROL.search(w) for w in words)
+
     def rerun(self) -> str | None:
         """The command that measures this row again, or None when the row names no harness this tool knows."""
         from orchestrator.harnesses import registry  # loaded on use: only a non-passing row needs it
 
-        if self.harness not in registry():
+        if self.harness not in registry() or self.unsafe_args():
             return None
         cmd = ["harness-probe", "run", "-H", self.harness]
         for key, value in sorted(self.options.items()):
@@ -52,7 +58,10 @@ class Row:
 
 
 def _runtime_of(suite: dict[str, Any] | None) -> str:
-    words = shlex.split(str((suite or {}).get("command", "")))
+    try:
+        words = shlex.split(str((suite or {}).get("command", "")))
+    except ValueError:  # an unbalanced quote: the runtime is unknown
+        return "?"
     for i, w in enumerate(words):
         if w == "--runtime" and i + 1 < len(words):
             return words[i + 1]
@@ -78,6 +87,7 @@ def _from_summary(summary: dict[str, Any], runtime: str, source: str) -> list[Ro
     global_errors = [e for e in summary["errors"] if not any(e.startswith(f"{n}/") for n in named)]
     for h in summary["harnesses"]:
         episodes = h["scenarios"]
+        own_errors = [e for e in summary["errors"] if e.startswith(f"{h['name']}/")]
         missing = sorted(m["scenario"] for m in summary["missing"] if m["harness"] == h["name"])
         failed = [e["scenario"] for e in episodes if e["verdict"] in ("fail", "error")]
         first = next((e for e in episodes if e["verdict"] in ("fail", "error") and e["first_failure"]), None)
@@ -92,10 +102,18 @@ def _from_summary(summary: dict[str, Any], runtime: str, source: str) -> list[Ro
             cut = sum(e["verdict"] == "interrupted" for e in episodes)
             row.status = "unavailable"
             row.note = f"the run was interrupted: {cut} episode(s) cut short, {not_run} not run"
-        elif h["verdict"] == "error" or missing or global_errors:
+        elif h["verdict"] == "error" or missing or global_errors or own_errors or summary["exit_code"] == 2:
             row.status = "unavailable"
-            row.note = (global_errors[0] if global_errors else None) or (
-                f"no result for {', '.join(missing)}" if missing else "an episode could not be run or checked"
+            row.note = (
+                (global_errors[0] if global_errors else None)
+                or (own_errors[0] if own_errors else None)
+                or (
+                    f"no result for {', '.join(missing)}"
+                    if missing
+                    else "an episode could not be run or checked"
+                    if h["verdict"] == "error"
+                    else f"the probe's summary says exit {summary['exit_code']}"
+                )
             )
         elif h["verdict"] == "fail":
             row.status = "fail"
@@ -223,11 +241,15 @@ def render_markdown(rows: list[Row], artifact_url: str | None = None) -> str:
             lines.append(f"- failed scenarios: {', '.join(md_text(s, 80) for s in r.scenarios_failed)}")
         if artifact_url:
             url = (
-                artifact_url.replace("{harness}", r.harness).replace("{runtime}", r.runtime).replace("{dir}", r.source)
+                artifact_url.replace("{harness}", quote(r.harness, safe=""))
+                .replace("{runtime}", quote(r.runtime, safe=""))
+                .replace("{dir}", quote(r.source, safe=""))
             )
             lines.append(f"- evidence: [{md_text(r.source, 120)}]({url.replace(' ', '%20').replace(')', '%29')})")
         rerun = r.rerun()
-        if rerun is None:
+        if rerun is None and r.unsafe_args():
+            lines += ["- rerun locally: not given, an option, scenario or harness name holds a control character", ""]
+        elif rerun is None:
             lines += [f"- rerun locally: {md_text(r.harness, 80)} is no harness this tool knows (`harness-probe "
                       "harnesses list` names them); check the directory given", ""]  # fmt: skip
         else:

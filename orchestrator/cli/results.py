@@ -11,8 +11,10 @@ from typing import Annotated, Any
 import click
 import typer
 
+from orchestrator.errors import OutputUnwritable
 from orchestrator.evidence import FormatError, load_json, validate
 from orchestrator.evidence.jsonread import JsonFault, loads, read_bytes, read_json
+from orchestrator.output import write_output_file
 from orchestrator.paths import is_plain_name
 from orchestrator.resources import checkout_root
 
@@ -74,8 +76,10 @@ def _read_plain(root: Path, parts: tuple[str, ...]) -> bytes:
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    # A page planted as a link would be written through, onto whatever file it points at.
+    if os.path.islink(path):
+        raise OutputUnwritable(f"results page {path} cannot be written: it is a link; not written through")
+    write_output_file(path, text, "results page", parents=True)
     typer.echo(f"wrote {path.relative_to(REPO_ROOT) if REPO_ROOT and path.is_relative_to(REPO_ROOT) else path}")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
 
-__all__ = ["read_jsonl", "read_stream", "session_file", "stream_session"]
+__all__ = ["json_reason", "read_jsonl", "read_stream", "session_file", "stream_session"]
 
 
 def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -26,9 +26,9 @@ def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[d
             continue
         try:
             value = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, or an integer too long to convert
             # Harnesses append whole lines, each ending in a newline: an unterminated last line was cut off.
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+            msg = json_reason(exc)
             if n == len(lines):
                 problems.append((f"native.{_code(what)}_truncated", f"{path.name}: last line cut off ({msg})"))
             else:
@@ -39,6 +39,15 @@ def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[d
             continue
         entries.append(value)
     return entries
+
+
+def json_reason(exc: ValueError | RecursionError) -> str:
+    """Why json.loads refused a text, in a few words."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    return str(exc).split(":", 1)[0]  # "Exceeds the limit (4300 digits) for integer string conversion"
 
 
 def _code(what: str) -> str:

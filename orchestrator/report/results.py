@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Any
 
-from orchestrator.evidence import load_json
-from orchestrator.evidence.jsonread import read_json
+from orchestrator.evidence import Fault, FormatError, load_json
+from orchestrator.evidence.jsonread import JsonFault, loads, read_bytes
 from orchestrator.report.evidence_doc import label_legend
 from orchestrator.report.fault_words import fault_section
 from orchestrator.report.findings import LABEL_IDS, label_cells, wrongs
@@ -19,11 +20,55 @@ from orchestrator.report.table import LEGEND, SYMBOLS, joined, views
 __all__ = ["label_matrix", "render_results"]
 
 
+def _read_below(root: Path, parts: tuple[str, ...]) -> bytes:
+    """A regular file below root, each folder on the way and the file itself reached without following a link."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                raise JsonFault(f"{part} is not a folder reached without a link ({exc.strerror})") from None
+            os.close(fd)
+            fd = nxt
+        return read_bytes(parts[-1], dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def _runtime(run_dir: Path, harness: str) -> dict[str, Any] | None:
     for path in sorted(run_dir.glob(f"{harness}/**/runtime.json")):
-        data: dict[str, Any] = read_json(path)
-        return data
+        parts = path.relative_to(run_dir).parts
+        try:
+            data = loads(_read_below(run_dir, parts))
+        except JsonFault as exc:
+            raise JsonFault(f"{path.name}: {exc}") from None
+        # Only the fields the page shows are checked: each an object of strings (or null) where present.
+        bad = [Fault("$", "is not an object")] if not isinstance(data, dict) else []
+        for key in ("harness", "proxy") if not bad else ():
+            part = data.get(key, {})
+            if not isinstance(part, dict):
+                bad.append(Fault(f"$.{key}", "is not an object"))
+                continue
+            for field in ("version", "tag", "image_id"):
+                if part.get(field) is not None and not isinstance(part[field], str):
+                    bad.append(Fault(f"$.{key}.{field}", "is not a string"))
+        if bad:
+            raise FormatError(str(path), bad)
+        result: dict[str, Any] = data
+        return result
     return None
+
+
+def _audited(run_dir: Path) -> list[str]:
+    """The page's line saying the run was re-checked offline: `audited`, a regular file (no link) of UTF-8 text."""
+    if not os.path.lexists(run_dir / "audited"):
+        return []
+    try:
+        text = _read_below(run_dir, ("audited",)).decode()
+    except (JsonFault, UnicodeDecodeError) as exc:
+        raise FormatError(str(run_dir / "audited"), [Fault("$", f"not a regular UTF-8 text file: {exc}")]) from None
+    return [f"- {text.strip()}"]
 
 
 def published_command(command: str) -> str:
@@ -50,7 +95,7 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
     suite = load_json(run_dir / "suite.json", "suite/v1")
     tables = [t for t in views(summary) if t.name == harness]
     if not tables:
-        raise ValueError(f"the run in {run_dir} has no results for harness {harness!r}")
+        raise FormatError(str(run_dir / "summary.json"), [Fault("$.harnesses", f"has no results for {harness!r}")])
     t = tables[0]
     rt = _runtime(run_dir, harness)
     lines = [
@@ -64,7 +109,7 @@ def render_results(run_dir: Path, harness: str, regenerate: str) -> str:
         f"- proxy: `{(rt or {}).get('proxy', {}).get('version')}`; profile `{summary['profile']}`; "
         f"harness-probe {summary['tool_version']}",
         f"- full catalogue: {'yes' if summary['full_suite'] else 'no'}; verdict: **{t.verdict}**",
-        *([f"- {(run_dir / 'audited').read_text().strip()}"] if (run_dir / "audited").is_file() else []),
+        *_audited(run_dir),
         "",
         "## What its self-report gets wrong",
         "",

@@ -34,7 +34,7 @@ class Attempt:
 
     @property
     def response_id(self) -> str | None:
-        return _message(self.reply[0]).get("id") if self.reply else None
+        return string(_message(self.reply[0]).get("id")) if self.reply else None
 
     def record(self, invocation_id: str) -> ModelCall:
         # Built in two parts, so its keys keep the order Claude Code's rollouts have always had.

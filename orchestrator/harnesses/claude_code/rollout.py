@@ -113,6 +113,12 @@ def _is_model_reply(e: dict[str, Any]) -> bool:
     return e.get("type") == "assistant" and isinstance(e.get("message"), dict) and not e.get("isApiErrorMessage")
 
 
+def _blocks(message: dict[str, Any]) -> list[Any]:
+    """A message's content blocks; a content that is no list (a string, or a hostile value) has none."""
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
 def _conversation(t: Transcript) -> list[Message]:
     """The model-visible turns: user prompts, assistant replies (blocks of one message merged), tool results."""
     conv: list[Message] = []
@@ -126,7 +132,7 @@ def _conversation(t: Transcript) -> list[Message]:
                     RequestedCall,
                     {"tool_call_id": b.get("id"), "tool_name": b.get("name"), "arguments": tool_input(b)},
                 )
-                for b in m.get("content") or []
+                for b in _blocks(m)
                 if isinstance(b, dict) and b.get("type") == "tool_use"
             ]
             text = message_text(m.get("content"))
@@ -161,7 +167,8 @@ def _conversation(t: Transcript) -> list[Message]:
 def _tool_calls(t: Transcript, iid: str, step_of_message: dict[str, int]) -> list[ToolRecord]:
     results: dict[str, dict[str, Any]] = {}
     for e in t.entries:
-        content = e.get("message", {}).get("content") if e.get("type") == "user" else None
+        message = e.get("message")
+        content = message.get("content") if e.get("type") == "user" and isinstance(message, dict) else None
         for b in content if isinstance(content, list) else []:
             if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
                 results.setdefault(b["tool_use_id"], b)
@@ -171,7 +178,7 @@ def _tool_calls(t: Transcript, iid: str, step_of_message: dict[str, int]) -> lis
         if not _is_model_reply(e):
             continue
         m = e["message"]
-        for b in m.get("content") or []:
+        for b in _blocks(m):
             if not (isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)):
                 continue
             result = results.get(b["id"])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.harnesses.codex.native import Line
-from orchestrator.harnesses.values import nonempty
+from orchestrator.harnesses.values import nonempty, string
 from orchestrator.records import Outcome
 from orchestrator.records import outcome as outcome_of
 
@@ -39,14 +39,14 @@ class Retry:
 
 def stdout_retries(events: list[dict[str, Any]]) -> list[Retry]:
     """Each 'Reconnecting...' error event of `codex exec --json`, in order."""
-    commands: set[Any] = set()
+    commands: set[str | None] = set()
     messages = 0
     out = []
     for e in events:
         raw = e.get("item")
         item: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if item.get("type") == "command_execution":
-            commands.add(item.get("id"))
+            commands.add(string(item.get("id")))  # an id that is no string counts as a missing one
         elif e.get("type") == "item.completed" and item.get("type") == "agent_message":
             messages += 1
         message = e.get("message")

@@ -71,7 +71,10 @@ def read_native(native_dir: Path) -> NativeLog:
 
 
 def _rollout_lines(path: Path, gaps: list[Gap]) -> list[Line]:
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise NormalizeError(f"rollout {path.name} cannot be read: {exc}") from None
     chunks = raw.split(b"\n")
     out: list[Line] = []
     for n, chunk in enumerate(chunks, start=1):
@@ -117,7 +120,7 @@ def _events(path: Path, gaps: list[Gap]) -> list[dict[str, Any]] | None:
 def _json(chunk: bytes) -> Any:
     try:
         return json.loads(chunk.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except ValueError:  # not UTF-8, not JSON, or an integer too long to convert (each a ValueError)
         return None
 
 

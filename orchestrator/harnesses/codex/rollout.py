@@ -167,7 +167,7 @@ class _Session:
             self.conversation.append({"role": "tool", "tool_call_id": cid, "content": output})
             if cid in self.tools:
                 self.tools[cid]["output"] = output  # exactly what went back to the model
-        elif kind == "message" and p.get("role") in _ROLES:
+        elif kind == "message" and isinstance(p.get("role"), str) and p["role"] in _ROLES:
             self.conversation.append({"role": _ROLES[p["role"]], "content": content_text(p.get("content"))})
 
     def _exit_code(self, call_id: str) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.jsonl import json_reason
 from orchestrator.harnesses.values import nonempty
 
 __all__ = ["PROBE_NAME", "SESSIONS", "STREAM_NAME", "USAGE_NAME", "CopilotNative", "Event", "read_native"]
@@ -117,11 +118,11 @@ def _read_events(path: Path, rel: str, what: str, problems: list[tuple[str, str]
             continue
         try:
             value = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, or an integer too long to convert
             # Copilot appends whole lines, each ending in a newline: an unterminated last line was cut off.
             cut = n == len(lines)
             code = f"native.{what}_truncated" if cut else f"native.{what}_corrupt_line"
-            problems.append((code, f"{rel} line {n}: not JSON ({getattr(exc, 'msg', 'nested too deep')})"))
+            problems.append((code, f"{rel} line {n}: not JSON ({json_reason(exc)})"))
             continue
         kind = value.get("type") if isinstance(value, dict) else None
         if not isinstance(kind, str):
@@ -141,7 +142,7 @@ def _usage(native_dir: Path, problems: list[tuple[str, str]]) -> dict[str, Any] 
         return None
     try:
         value = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
-    except (OSError, json.JSONDecodeError, RecursionError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         problems.append(("native.usage_file_unreadable", f"{PROBE_NAME}/{USAGE_NAME}: {exc}"))
         return None
     if not isinstance(value, dict):

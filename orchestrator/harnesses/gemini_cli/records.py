@@ -83,13 +83,20 @@ def replies(session: ChatSession) -> list[Reply]:
     for m in session.messages:
         if m.get("type") != "gemini":
             continue
-        calls = [c for c in m.get("toolCalls") or [] if isinstance(c, Mapping)]
+        calls = _calls(m)
         out.append(Reply(m, nonempty(m.get("timestamp")), _text(m.get("content")), calls, _tokens(m.get("tokens"))))
     return out
 
 
+def _calls(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A reply's recorded tool calls; a `toolCalls` that is no list has none."""
+    raw = message.get("toolCalls")
+    return [c for c in raw if isinstance(c, Mapping)] if isinstance(raw, list) else []
+
+
 def _result(call: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for part in call.get("result") or []:
+    parts = call.get("result")
+    for part in parts if isinstance(parts, list) else []:
         answer = part.get("functionResponse") if isinstance(part, Mapping) else None
         if isinstance(answer, Mapping):
             return answer
@@ -147,7 +154,7 @@ def conversation(session: ChatSession) -> list[Message]:
                 conv.append({"role": "user", "content": _text(content)})
         elif kind == "gemini":
             entry: Message = {"role": "assistant", "content": _text(content)}
-            calls = [c for c in m.get("toolCalls") or [] if isinstance(c, Mapping)]
+            calls = _calls(m)
             if calls:
                 entry["tool_calls"] = [
                     RequestedCall(

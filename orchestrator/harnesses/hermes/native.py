@@ -11,7 +11,7 @@ from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError, tool_arguments
 from orchestrator.harnesses.sqlite_store import readonly_copy
-from orchestrator.harnesses.values import string
+from orchestrator.harnesses.values import integer, string
 
 __all__ = [
     "DB_FILES",
@@ -109,8 +109,12 @@ def read_native(native_dir: Path) -> NativeLog:
 def _sessions(conn: sqlite3.Connection) -> dict[str, Session]:
     out: dict[str, Session] = {}
     for r in conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at, id"):
-        aggregates = {k: r[k] for k in _AGGREGATES}
-        aggregates["estimated_cost_usd"] = r["estimated_cost_usd"]
+        # Only int counts and a numeric cost are kept: another value (a BLOB) in the column is left unknown.
+        aggregates: dict[str, Any] = {k: integer(r[k]) for k in _AGGREGATES}
+        cost = r["estimated_cost_usd"]
+        aggregates["estimated_cost_usd"] = (
+            cost if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+        )
         out[str(r["id"])] = Session(
             id=str(r["id"]),
             source=string(r["source"]),

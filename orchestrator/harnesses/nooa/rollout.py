@@ -191,7 +191,11 @@ def _exit_code(output: str | None) -> int | None:
 
 
 def _tool_records(events: list[dict[str, Any]], step_of_call: dict[str, int], inv: str) -> list[ToolRecord]:
-    outputs = {e.get("tool_call_id"): e for e in events if e.get("event_type") == "PythonOutput"}
+    outputs = {
+        e["tool_call_id"]: e
+        for e in events
+        if e.get("event_type") == "PythonOutput" and isinstance(e.get("tool_call_id"), str)
+    }
     records: list[ToolRecord] = []
     for e in events:
         metadata = _dict(e.get("metadata"))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.jsonl import json_reason
 from orchestrator.harnesses.values import integer, string
 
 __all__ = ["Entry", "PiNative", "Session", "read_native"]
@@ -103,8 +104,8 @@ def _session(path: Path, rel: str, problems: list[tuple[str, str]]) -> Session:
 def _json_line(line: str, rel: str, n: int, problems: list[tuple[str, str]]) -> dict[str, Any] | None:
     try:
         data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        problems.append(("session.entry_unreadable", f"{rel} line {n}: not JSON ({exc.msg})"))
+    except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+        problems.append(("session.entry_unreadable", f"{rel} line {n}: not JSON ({json_reason(exc)})"))
         return None
     if not isinstance(data, dict):
         problems.append(("session.entry_unreadable", f"{rel} line {n}: not a JSON object"))
@@ -118,7 +119,7 @@ def _provider_retries(path: Path, problems: list[tuple[str, str]]) -> int | None
         return None
     try:
         settings = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not JSON, or an integer too long to convert
         problems.append(("settings.unreadable", f"{SETTINGS}: {exc}"))
         return None
     retry = settings.get("retry") if isinstance(settings, dict) else None

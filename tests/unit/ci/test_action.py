@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.ci.action import INPUTS, ActionError, assemble, main, read_inputs
+from orchestrator.ci.action import INPUTS, ActionError, Leg, _run_leg, assemble, main, read_inputs
 from orchestrator.resources import checkout_root
 
 EV = Path("/ev")
@@ -70,11 +70,31 @@ def test_runtime_other_than_docker_is_passed() -> None:
         ({"harness": "pi", "args": "--output=/x"}, "set by the action itself"),
         ({"harness": "pi", "args": "-H codex"}, "set by the action itself"),
         ({"harness": "pi", "args": "'unclosed"}, "not shell words"),
+        # Attached short options, clusters and long --opt=value forms of the action's own options.
+        ({"harness": "pi", "args": "-o/tmp/elsewhere"}, "-o is set by the action itself"),
+        ({"harness": "pi", "args": "-Hcodex"}, "-H is set by the action itself"),
+        ({"harness": "pi", "args": "-hHcodex"}, "-H is set by the action itself"),
+        ({"harness": "pi", "args": "--harness=codex"}, "--harness is set by the action itself"),
+        ({"harness": "pi", "args": "--log-format=human"}, "--log-format is set by the action itself"),
+        ({"harness": "pi", "args": "-a 'model=x\n::error::injected'"}, "control character"),
     ],
 )
 def test_hostile_or_wrong_inputs_are_refused_by_name(values: dict[str, str], named: str) -> None:
     with pytest.raises(ActionError, match=named):
         assemble(_inputs(**values), Path("."), EV)
+
+
+def test_values_attached_to_other_short_options_are_not_read_as_own_options() -> None:
+    (leg,) = assemble(_inputs(harness="pi", args="-stool_success -amodel=-ox -j2"), Path("."), EV)
+    assert leg.argv[-3:] == ["-stool_success", "-amodel=-ox", "-j2"]
+
+
+def test_group_title_cannot_start_a_workflow_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A line break in the logged command would make the runner read the next stdout line as a workflow command.
+    leg = Leg("pi", "docker", tmp_path / "leg", ["/bin/true", "a\n::error::x", "50%\r"])
+    assert _run_leg(leg) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["::group::/bin/true 'a%0A::error::x' '50%25%0D'", "::endgroup::"]
 
 
 def test_shell_metacharacters_in_args_stay_single_argv_words() -> None:

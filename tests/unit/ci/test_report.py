@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.ci.report import collect, exit_code, md_text, render_markdown
+from orchestrator.ci.report import Row, collect, exit_code, md_text, render_markdown
 from orchestrator.report import build_summary, summary_bytes
 from tests.unit.ci.conftest import hp
 from tests.unit.report.conftest import NASTY, checks, make_suite, result, write_run
@@ -83,6 +83,47 @@ def test_table(tmp_path: Path, build: Any, code: int, statuses: dict[str, str]) 
     rows = collect(build(tmp_path), [])
     assert {r.harness: r.status for r in rows} == statuses
     assert exit_code(rows) == code
+
+
+def test_summary_exit_2_with_errors_named_under_the_harness_is_unavailable(tmp_path: Path) -> None:
+    # A merged run whose results all passed but could not be joined: exit 2, every error under the harness's name.
+    run = _run(tmp_path, "m", passing("pi"))
+    summary = json.loads((run / "summary.json").read_text())
+    summary.update(exit_code=2, verdict="error", errors=["pi/tool_success: run_id 'x' is not the suite's 'y'"])
+    (run / "summary.json").write_text(json.dumps(summary))
+    (row,) = collect([run], [])
+    assert row.status == "unavailable" and row.note == "pi/tool_success: run_id 'x' is not the suite's 'y'"
+    assert exit_code([row]) == 2
+    # Exit 2 alone, with no error to name, is no pass either.
+    summary.update(errors=[])
+    (run / "summary.json").write_text(json.dumps(summary))
+    (row,) = collect([run], [])
+    assert (row.status, row.note) == ("unavailable", "the probe's summary says exit 2")
+
+
+def test_suite_command_with_an_unbalanced_quote_leaves_the_runtime_unknown(tmp_path: Path) -> None:
+    (row,) = collect([_run(tmp_path, "a", passing("pi"), command="harness-probe run -H pi 'unterminated")], [])
+    assert (row.runtime, row.status) == ("?", "pass")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"options": {"model": "x\n  ```\n\n<img src=x onerror=alert(1)> [c](https://evil.example) @everyone\n```"}},
+        {"scenarios_failed": ["a\n```\n# INJECTED @everyone"]},
+        {"options": {"k\x1b[31m": "v"}},
+    ],
+    ids=["option value", "scenario name", "option key"],
+)
+def test_control_characters_in_rerun_arguments_give_no_rerun_command(change: dict[str, Any]) -> None:
+    row = Row("pi", "docker", "fail", "a\nb", scenarios_run=2, first_failure="tool_failure: x: y")
+    for key, value in change.items():
+        setattr(row, key, value)
+    assert row.rerun() is None
+    md = render_markdown([row], "https://ci.example/{harness}/{runtime}/{dir}")
+    assert "```" not in md and "<img" not in md and "](https://evil" not in md and "\x1b" not in md
+    assert "holds a control character" in md
+    assert "(https://ci.example/pi/docker/a%0Ab)" in md  # the artifact link cannot be broken either
 
 
 def test_expected_harness_without_output_is_unavailable(tmp_path: Path) -> None:

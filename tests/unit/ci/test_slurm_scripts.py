@@ -145,6 +145,39 @@ def test_a_requeued_task_moves_a_partial_run_aside_too(fake: dict[str, str]) -> 
     env = {**fake, "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MAX": "1", "SLURM_JOB_ID": "78"}
     assert _sh("shard.sbatch", env).returncode == 0
     assert (out / "shard-1.interrupted-78" / "summary.json").is_file() and not (out / "shard-1").exists()
-    _shard(out, 2, summary=True, run_id="r2")  # a finished one stays where it is (the run then refuses it)
-    _sh("shard.sbatch", {**env, "SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MAX": "2"})
-    assert (out / "shard-2" / "summary.json").is_file()
+
+
+def test_a_task_moves_an_earlier_finished_shard_aside_so_it_never_stands_in_for_this_one(fake: dict[str, str]) -> None:
+    out = Path(fake["HARNESS_PROBE_OUT"])
+    _shard(out, 2, summary=True, run_id="r2")  # an earlier task's whole shard
+    env = {**fake, "SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MAX": "2", "SLURM_JOB_ID": "79", "FAKE_RUN_EXIT": "2"}
+    assert _sh("shard.sbatch", env).returncode == 2
+    assert (out / "shard-2.earlier-79" / "summary.json").is_file() and not (out / "shard-2").exists()
+    # This task failed: the merge names shard 2 as missing instead of taking the earlier results.
+    _shard(out, 1, summary=True, run_id="r1")
+    res = _sh("merge.sbatch", {**fake, "HARNESS_PROBE_SHARDS": "2"})
+    assert res.returncode == 2 and "shard(s) 2 of 2 did not finish" in res.stderr
+
+
+SBATCH = """#!/bin/bash
+echo "$*" >> "$FAKE_LOG"
+echo 7
+"""
+
+
+@pytest.mark.parametrize("left", ["shard-1", "shard-2", "merged"])
+def test_submit_refuses_an_out_an_earlier_submission_wrote(fake: dict[str, str], tmp_path: Path, left: str) -> None:
+    sbatch = tmp_path / "bin" / "sbatch"
+    sbatch.parent.mkdir()
+    sbatch.write_text(SBATCH)
+    sbatch.chmod(0o755)
+    env = {**fake, "PATH": f"{sbatch.parent}:{fake['PATH']}"}
+    out = Path(fake["HARNESS_PROBE_OUT"])
+    res = _sh("submit.sh", env, "2", str(out), "-H", "reference")
+    assert res.returncode == 0, res.stderr
+    assert len(_calls(env)) == 2  # the array and the merge
+    Path(env["FAKE_LOG"]).unlink()
+    (out / left).mkdir(parents=True)
+    res = _sh("submit.sh", env, "2", str(out), "-H", "reference")
+    assert res.returncode == 2 and f"{out / left} already exists" in res.stderr
+    assert _calls(env) == []  # nothing submitted

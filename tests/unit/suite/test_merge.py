@@ -208,3 +208,45 @@ def test_a_plain_native_folder_is_copied_whole(tmp_path: Path) -> None:
     (one / "hermes" / "tool_failure" / "native" / "a" / "b" / "log.txt").write_text("kept")
     merge_runs([one, _shard(tmp_path, 2, 2)], tmp_path / "merged")
     assert (tmp_path / "merged" / "hermes" / "tool_failure" / "native" / "a" / "b" / "log.txt").read_text() == "kept"
+
+
+def _edit(path: Path, change: dict[str, Any]) -> None:
+    path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+
+
+@pytest.mark.parametrize(
+    ("change", "claims"),
+    [({"scenario": "tool_success"}, "hermes/tool_success"), ({"harness": "reference"}, "reference/tool_failure")],
+)
+def test_a_result_claiming_another_episode_than_its_folder_is_refused(
+    tmp_path: Path, change: dict[str, Any], claims: str
+) -> None:
+    one, two = _shard(tmp_path, 1, 2), _shard(tmp_path, 2, 2)
+    _edit(one / "hermes" / "tool_failure" / "scenario_result.json", change)
+    with pytest.raises(IncompleteShard, match=f"claims episode {claims}, but is in the folder of hermes/tool_failure"):
+        merge_runs([one, two], tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()
+
+
+def test_a_summary_episode_its_suite_does_not_name_is_refused(tmp_path: Path) -> None:
+    one, two = _shard(tmp_path, 1, 2), _shard(tmp_path, 2, 2)
+    suite = json.loads((one / "suite.json").read_text())
+    _edit(one / "suite.json", {"harnesses": [h for h in suite["harnesses"] if h["name"] != "reference"]})
+    with pytest.raises(IncompleteShard, match=r"episode reference/tool_failure is not in its suite\.json"):
+        merge_runs([one, two], tmp_path / "merged")
+
+
+def test_a_shard_past_the_count_is_refused(tmp_path: Path) -> None:
+    one, two = _shard(tmp_path, 1, 2), _shard(tmp_path, 2, 2)
+    _edit(two / "suite.json", {"shard": {"index": 7, "count": 2}})
+    with pytest.raises(InconsistentShards, match="shard 7 of 2 does not exist"):
+        merge_runs([one, two], tmp_path / "merged")
+
+
+def test_a_shard_with_an_unsharded_run_is_refused(tmp_path: Path) -> None:
+    one, two = _shard(tmp_path, 1, 2), _shard(tmp_path, 2, 2)
+    suite = json.loads((one / "suite.json").read_text())
+    del suite["shard"]
+    (one / "suite.json").write_text(json.dumps(suite))
+    with pytest.raises(InconsistentShards, match="cannot be merged with unsharded runs"):
+        merge_runs([one, two], tmp_path / "merged")

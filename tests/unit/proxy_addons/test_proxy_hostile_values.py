@@ -1,0 +1,164 @@
+"""What a harness sends that no witness line could carry, or that would sink the proxy before any cap looks at it:
+each is refused with a named violation, the proxy goes on serving, and the checker's own reader takes the witness."""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import zlib
+from collections.abc import Callable
+
+import brotli
+import pytest
+from mitmproxy import http
+from mitmproxy.test import tflow
+
+from orchestrator.checks.evidence import read_witness
+from orchestrator.evidence.jsonread import MAX_INT_DIGITS as READER_INT_DIGITS
+from proxy_addons.decoding import decode_body
+from proxy_addons.exchange import MAX_INT_DIGITS, parse_json_body
+from proxy_addons.limits import MAX_BODY_BYTES, MAX_HEAD_BYTES, PATH_SHOWN
+from tests.unit.proxy_addons.conftest import BASH_TOOL, MakeProvider, Provider, chat_body
+
+HONEST = json.dumps(chat_body([{"role": "user", "content": "hi"}], tools=[BASH_TOOL])).encode()
+
+
+def _body(value: bytes) -> bytes:
+    return b'{"model":"m","temperature":0,"messages":[{"role":"user","content":' + value + b"}]}"
+
+
+def test_the_proxy_and_the_reader_agree_on_integer_length() -> None:
+    assert MAX_INT_DIGITS == READER_INT_DIGITS
+
+
+REFUSED = {
+    "number past float range": _body(b'"x"').replace(b'"temperature":0', b'"temperature":1e999'),
+    "integer past the reader's digits": _body(b'"x"').replace(b'"temperature":0', b'"max":' + b"9" * 41),
+    "lone surrogate in a string": _body(b'"\\ud800"'),
+    "lone low surrogate in a key": b'{"\\udc00":1,' + _body(b'"x"')[1:],
+    "surrogate encoded as bytes": _body(b'"\xed\xa0\x80"'),
+    "UTF-16": _body(b'"x"').decode().encode("utf-16"),
+    "not UTF-8": _body(b'"\xff"'),
+}
+
+
+@pytest.mark.parametrize("body", REFUSED.values(), ids=REFUSED.keys())
+def test_a_body_no_witness_line_can_carry_is_not_json(body: bytes) -> None:
+    with pytest.raises(ValueError):
+        parse_json_body(body)
+
+
+ACCEPTED = {
+    "integer at the reader's digits": (b"9" * 40, 10**40 - 1),
+    "largest finite float": (b"1.7976931348623157e308", 1.7976931348623157e308),
+    "surrogate pair": (b'"\\ud83d\\ude00"', "\U0001f600"),
+    "escaped backslash before u": (b'"\\\\ud800"', "\\ud800"),
+}
+
+
+@pytest.mark.parametrize(("text", "value"), ACCEPTED.values(), ids=ACCEPTED.keys())
+def test_values_the_witness_can_carry_are_read(text: bytes, value: object) -> None:
+    assert parse_json_body(_body(text))["messages"][0]["content"] == value
+
+
+def test_a_utf8_bom_is_still_taken() -> None:
+    assert parse_json_body(codecs.BOM_UTF8 + HONEST)["model"] == "probe-model"
+
+
+def _served_after(provider: Provider, flow_status: int | None, status: int) -> None:
+    assert flow_status == status
+    honest = provider.chat(HONEST)
+    assert honest.response is not None and honest.response.status_code == 200
+
+
+@pytest.mark.parametrize("body", REFUSED.values(), ids=REFUSED.keys())
+def test_the_proxy_refuses_it_and_goes_on(make_provider: MakeProvider, body: bytes) -> None:
+    provider = make_provider()
+    flow = provider.chat(body)
+    _served_after(provider, flow.response.status_code if flow.response else None, 400)
+    assert provider.addon._fatal is None
+    (violation,) = provider.events("violation")
+    assert violation["code"] == "bad_request"
+    provider.addon.done()
+    read_witness(provider.witness)
+
+
+def _send_raw(
+    provider: Provider, path: bytes, raw_body: bytes, headers: dict[str | bytes, str | bytes]
+) -> http.HTTPFlow:
+    """A request as it came off the wire: its path as bytes, its body as sent (Request.make would encode it)."""
+    fields: dict[str | bytes, str | bytes] = {"content-type": "application/json", **headers}
+    request = http.Request.make("POST", "http://provider:8080/", b"", fields)
+    request.data.path = path
+    request.raw_content = raw_body
+    flow = tflow.tflow(req=request)
+    provider.addon.request(flow)
+    return flow
+
+
+def test_a_path_that_is_not_utf8_is_witnessed_readably(make_provider: MakeProvider) -> None:
+    provider = make_provider()
+    # mitmproxy decodes a request line's bytes with surrogateescape: \xff arrives as U+DCFF.
+    flow = _send_raw(provider, b"/v1/chat/completions\xff", HONEST, {})
+    _served_after(provider, flow.response.status_code if flow.response else None, 404)
+    provider.addon.done()
+    rejected = [a for a in read_witness(provider.witness).attempts(None) if a["kind"] == "rejected"]
+    assert [a["path"] for a in rejected] == ["/v1/chat/completions\ufffd"]
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        ("/v1/chat/completions?" + "a" * MAX_HEAD_BYTES, {}),
+        ("/v1/chat/completions", {"user-agent": "u" * MAX_HEAD_BYTES}),
+    ],
+    ids=["long path", "long header"],
+)
+def test_a_head_past_its_cap_is_refused_and_not_written(
+    make_provider: MakeProvider, path: str, headers: dict[str, str]
+) -> None:
+    provider = make_provider()
+    flow = provider.send("POST", path, HONEST, headers)
+    _served_after(provider, flow.response.status_code if flow.response else None, 431)
+    (violation,) = provider.events("violation")
+    assert violation["code"] == "head_over_cap" and violation["size"] > MAX_HEAD_BYTES
+    rejected = provider.events("attempt")[0]
+    assert rejected["path"] == path[:PATH_SHOWN] and rejected["headers"] == {}
+    assert provider.witness.stat().st_size < MAX_HEAD_BYTES
+
+
+BOMBS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,
+    "br": brotli.compress,
+}
+
+
+@pytest.mark.parametrize("encoding", BOMBS)
+def test_a_compressed_body_is_inflated_only_up_to_the_cap(encoding: str) -> None:
+    compress = BOMBS[encoding]
+    assert decode_body(compress(b"a" * MAX_BODY_BYTES), encoding, MAX_BODY_BYTES, lambda: None) == b"a" * MAX_BODY_BYTES
+    assert decode_body(compress(b"a" * (MAX_BODY_BYTES + 1)), encoding, MAX_BODY_BYTES, lambda: None) is None
+
+
+def test_decoding_reads_what_mitmproxy_reads() -> None:
+    two_members = gzip.compress(b"ab") + gzip.compress(b"cd")
+    assert decode_body(two_members, "gzip", 10, lambda: None) == b"abcd"
+    assert decode_body(zlib.compress(b"abc")[2:-4], "deflate", 10, lambda: None) == b"abc"  # raw deflate
+    # What does not decode is kept as sent; other encodings are mitmproxy's, under the same cap.
+    assert decode_body(b"not gzip", "gzip", 10, lambda: None) == b"not gzip"
+    assert decode_body(gzip.compress(b"abc")[:-3], "gzip", 10, lambda: None) == gzip.compress(b"abc")[:-3]
+    assert decode_body(b"x", "zstd", 10, lambda: b"decoded") == b"decoded"
+    assert decode_body(b"x", "zstd", 3, lambda: b"decoded") is None
+    assert decode_body(b"plain", None, 10, lambda: None) == b"plain"
+
+
+def test_a_compression_bomb_is_refused_over_the_cap(make_provider: MakeProvider) -> None:
+    provider = make_provider()
+    bomb = brotli.compress(b" " * (64 * MAX_BODY_BYTES))
+    flow = _send_raw(provider, b"/v1/chat/completions", bomb, {"content-encoding": "br"})
+    _served_after(provider, flow.response.status_code if flow.response else None, 413)
+    (violation,) = provider.events("violation")
+    assert violation["code"] == "body_over_cap" and violation["size"] == len(bomb)
+    assert "inflates" in violation["detail"]
