@@ -32,6 +32,7 @@ VIOLATION_STATUS: dict[str, int] = {
     "internal_error": 500,
     "body_over_cap": 413,
     "head_over_cap": 431,
+    "bodies_in_flight": 503,  # not sent: the connection is closed at the request's head
 }
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from proxy_addons import compaction, fault_quota
+from proxy_addons import compaction, fault_quota, wire
 from proxy_addons.attempts import Attempt, AttemptLog
 from proxy_addons.auxiliary import AuxiliaryReplies
 from proxy_addons.call_ids import id_codec
@@ -21,7 +21,14 @@ from proxy_addons.fault_shapes import AlteredReply, ErrorShape
 from proxy_addons.faults import ARGS_TRUNCATED, HTTP_ERROR, LENGTH_CUT, STEP_FAULTS
 from proxy_addons.gemini import GeminiCodec
 from proxy_addons.issued_calls import CallState, tool_call_fields
-from proxy_addons.limits import MAX_BODY_BYTES, PATH_SHOWN, body_over_cap, check_marker, head_over_cap
+from proxy_addons.limits import (
+    MAX_BODIES_IN_FLIGHT,
+    MAX_BODY_BYTES,
+    PATH_SHOWN,
+    body_over_cap,
+    check_marker,
+    head_over_cap,
+)
 from proxy_addons.messages import MessagesCodec
 from proxy_addons.protocol import Codec, IssuedToolCall, ModelRequest, RequestShapeError, ScriptedReply
 from proxy_addons.responses import ResponsesCodec
@@ -113,8 +120,7 @@ class Interpreter:
         self._attempts += 1
         head = head_over_cap(request.method, request.path, request.headers)
         if head is not None:
-            # Recorded from a prefix of the path and no headers: the witness must not carry what the cap refused.
-            attempt.request = replace(request, path=request.path[:PATH_SHOWN], headers=())
+            attempt.request = _bounded_head(request)
             return self._reject(attempt, "head_over_cap", head[0], {"size": head[1]})
         wire_body = request.body if request.raw_body is None else request.raw_body
         over = body_over_cap(request.body) or (body_over_cap(wire_body) if wire_body is not request.body else None)
@@ -139,7 +145,7 @@ class Interpreter:
     def refuse_oversized(self, request: IncomingRequest, content_length: str | None) -> None:
         """Witness a request whose body the proxy refused while it arrived, past its body limit (mitmproxy answered
         it with a 413 of its own): only the head is known, and the body's declared length when it had one."""
-        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), request)
+        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), _bounded_head(request))
         self._attempts += 1
         declared = content_length.strip() if content_length is not None else ""
         size = int(declared) if declared.isascii() and declared.isdigit() and len(declared) <= 18 else None
@@ -150,6 +156,31 @@ class Interpreter:
             "violation", {"attempt_id": attempt.attempt_id, "code": "body_over_cap", "detail": detail, **extra}
         )
         self._log.record(attempt, kind="rejected", status=413, response=None)
+
+    def refuse_unfinished(self, request: IncomingRequest, why: str, status: int | None) -> None:
+        """Witness a request whose head arrived and which never did whole (mitmproxy's reason in `why`): closed with
+        no reply (status None), or answered by mitmproxy itself at its head (400)."""
+        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), _bounded_head(request))
+        self._attempts += 1
+        answer = "closed unanswered" if status is None else f"answered {status} by the proxy's HTTP layer"
+        detail = f"request never arrived whole, {answer}: {why[:300]}"
+        self.recorder.write("violation", {"attempt_id": attempt.attempt_id, "code": "bad_request", "detail": detail})
+        ended = wire.RESET if status is None else wire.COMPLETE
+        self._log.record(attempt, kind="rejected", status=status, response=None, ended=ended)
+
+    def refuse_crowded(self, request: IncomingRequest, in_flight: int) -> None:
+        """Witness a request closed unanswered at its head: the bodies still arriving on other connections already
+        held the proxy's budget for bodies in flight (each request body is buffered whole before it is answered)."""
+        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), _bounded_head(request))
+        self._attempts += 1
+        detail = (
+            f"request closed unanswered at its head: {in_flight} bytes of request bodies were already arriving on "
+            f"other connections, and the proxy holds at most {MAX_BODIES_IN_FLIGHT} at once"
+        )
+        self.recorder.write(
+            "violation", {"attempt_id": attempt.attempt_id, "code": "bodies_in_flight", "detail": detail}
+        )
+        self._log.record(attempt, kind="rejected", status=None, response=None, ended=wire.RESET)
 
     def _dispatch(self, attempt: Attempt) -> Answer:
         request = attempt.request
@@ -368,6 +399,14 @@ class Interpreter:
     ) -> OutgoingResponse:
         codec = CODECS.get(attempt.protocol) if attempt.protocol is not None else None
         return self._log.reject(attempt, codec, code, detail, extra)
+
+
+def _bounded_head(request: IncomingRequest) -> IncomingRequest:
+    """`request` as a refused one is witnessed: a head past its cap by a prefix of its path and no headers (no
+    witness budget bounds a head, so the witness must not carry what the cap refused)."""
+    if head_over_cap(request.method, request.path, request.headers) is None:
+        return request
+    return replace(request, path=request.path[:PATH_SHOWN], headers=())
 
 
 def fault_quota_render(protocol: str) -> Callable[[Refused], ErrorShape]:

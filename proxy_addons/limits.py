@@ -10,12 +10,14 @@ from itertools import accumulate
 
 __all__ = [
     "MARKER_MAX_BYTES",
+    "MAX_BODIES_IN_FLIGHT",
     "MAX_BODY_BYTES",
     "MAX_HEAD_BYTES",
     "MAX_JSON_DEPTH",
     "PATH_SHOWN",
     "body_over_cap",
     "check_marker",
+    "declared_body",
     "head_over_cap",
 ]
 
@@ -26,6 +28,10 @@ MAX_JSON_DEPTH = 100  # real request bodies nest tool schemas a few dozen levels
 # which no witness budget bounds. Real ones are a few hundred bytes; a 64 MiB path would be written three times.
 MAX_HEAD_BYTES = 64 * 1024
 PATH_SHOWN = 1024  # the characters of a refused head's path the witness keeps
+# Request bodies arriving at once, by their declared length (one without a length counts as a whole body's cap):
+# mitmproxy holds each whole before the addon sees it, so 64 connections of 16 MiB each would take a GiB, past the
+# proxy's memory limit. Real harnesses send one request at a time, or a few small ones.
+MAX_BODIES_IN_FLIGHT = 4 * MAX_BODY_BYTES
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
@@ -85,3 +91,14 @@ def _max_depth(body: bytes) -> int:
     # everything but brackets, all in C; the depth is the highest running sum of +1/-1.
     skeleton = _STRING.sub(b"", _ESCAPE.sub(b"", body)).translate(None, _NOT_BRACKETS)
     return max(accumulate(_STEP[c] for c in skeleton), default=0)
+
+
+def declared_body(content_length: str | None, chunked: bool) -> int:
+    """What a request's body may take while it arrives: its declared length, at most the body cap (past it
+    mitmproxy refuses it anyway); the whole cap for a chunked body, whose length no one knows in advance."""
+    if chunked:
+        return MAX_BODY_BYTES
+    declared = (content_length or "").strip()
+    if not (declared.isascii() and declared.isdigit()):
+        return 0 if not declared else MAX_BODY_BYTES
+    return min(int(declared[:18]) if len(declared) <= 18 else MAX_BODY_BYTES, MAX_BODY_BYTES)

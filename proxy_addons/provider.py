@@ -11,13 +11,14 @@ from typing import Any
 
 from mitmproxy import ctx, dns, exceptions, http
 from mitmproxy.net.dns import response_codes, types
+from mitmproxy.net.http import http1
 
 from proxy_addons import __version__
 from proxy_addons.decoding import decode_body
 from proxy_addons.dispatch import install_hook_dispatch
 from proxy_addons.egress import answer_question, own_address
 from proxy_addons.interpreter import IncomingRequest, Interpreter, OutgoingResponse
-from proxy_addons.limits import MAX_BODY_BYTES
+from proxy_addons.limits import MAX_BODIES_IN_FLIGHT, MAX_BODY_BYTES, declared_body
 from proxy_addons.responder import ABORT_HEADER, LOOPBACK, PLAN_HEADER, StreamingResponder
 from proxy_addons.scenario import ScenarioError, load_scenario
 from proxy_addons.typechecks import skip_message_typechecks
@@ -79,6 +80,10 @@ class ScriptedProvider:
         self._fatal: str | None = None
         self._own_ip: str | None = None
         self._stopping = False
+        # Requests whose head arrived and whose `request` hook has not run yet, by flow id: what each body may take
+        # while it arrives (limits.declared_body). One that ends in an error instead never reached the interpreter.
+        self._arriving: dict[str, int] = {}
+        self._refused_heads: set[str] = set()  # of those, the ones mitmproxy refused at their head (it answers 400)
 
     async def running(self) -> None:
         # The responder needs the event loop, which exists once mitmproxy runs.
@@ -151,7 +156,31 @@ class ScriptedProvider:
         self._active = config
         logger.info("playing scenario %s; witness %s", scenario.name, witness_path)
 
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        """Bound the bodies mitmproxy buffers at once: a request whose body would take them past
+        MAX_BODIES_IN_FLIGHT is closed at its head, unanswered, and witnessed."""
+        interpreter = self.interpreter
+        if self._fatal is not None or interpreter is None:
+            return
+        if flow.error is not None:
+            # mitmproxy refused the head itself (its request validation): it answers 400, and the error hook follows.
+            self._refused_heads.add(flow.id)
+            self._arriving[flow.id] = 0
+            return
+        headers = flow.request.headers
+        size = declared_body(headers.get("content-length"), "transfer-encoding" in headers)
+        held = sum(self._arriving.values())
+        if held + size <= MAX_BODIES_IN_FLIGHT:
+            self._arriving[flow.id] = size
+            return
+        self._refuse(flow)
+        try:
+            interpreter.refuse_crowded(_head_only(flow), held)
+        except WitnessWriteError as exc:
+            self._die(f"witness write failed: {exc}")
+
     def request(self, flow: http.HTTPFlow) -> None:
+        self._arriving.pop(flow.id, None)
         interpreter = self.interpreter
         if self._fatal is not None or interpreter is None:
             # Nothing may be served that the witness does not hold.
@@ -253,21 +282,35 @@ class ScriptedProvider:
         flow.response.stream = True
 
     def error(self, flow: http.HTTPFlow) -> None:
+        unfinished = self._arriving.pop(flow.id, None) is not None
+        head_refused = flow.id in self._refused_heads or _invalid_head(flow)
+        self._refused_heads.discard(flow.id)
         token = flow.metadata.get(PLAN_METADATA)
         message = flow.error.msg if flow.error is not None else ""
-        if isinstance(token, str):
-            self.responder.fail(token, client_left=message.lower().startswith("client disconnected"))
+        interpreter = self.interpreter if self._fatal is None and not self._stopping else None
+        if unfinished and message != BODY_LIMIT_ERROR and interpreter is not None:
+            # The head arrived, the request never did whole: mitmproxy ends it before the request hook, so it is
+            # witnessed here. A head mitmproxy refused itself got its 400 already; a body cut off or malformed is
+            # killed, so the client gets no reply, as witnessed, and not an error page of mitmproxy's own.
+            if not head_refused and flow.killable:
+                flow.kill()  # type: ignore[no-untyped-call]
+            try:
+                interpreter.refuse_unfinished(_head_only(flow), message, 400 if head_refused else None)
+            except WitnessWriteError as exc:
+                self._die(f"witness write failed: {exc}")
+        elif isinstance(token, str):
+            client_left = message.lower().startswith("client disconnected")
+            if not client_left and flow.killable:
+                # mitmproxy could not reach the responder (the harness can crowd its port from the shared loopback):
+                # killed here, the client's connection closes with no reply, which is what the witness records
+                # (`reset`). Otherwise mitmproxy would answer a 502 page of its own that the witness never saw.
+                flow.kill()  # type: ignore[no-untyped-call]
+            self.responder.fail(token, client_left=client_left)
         elif message == BODY_LIMIT_ERROR and self.interpreter is not None and self._fatal is None:
             # mitmproxy refused the body while it arrived (its body_size_limit): the request hook never ran, so
             # the refusal is witnessed here, from the head alone.
-            incoming = IncomingRequest(
-                method=flow.request.method,
-                path=flow.request.path,
-                headers=tuple(flow.request.headers.fields),
-                body=b"",
-            )
             try:
-                self.interpreter.refuse_oversized(incoming, flow.request.headers.get("content-length"))
+                self.interpreter.refuse_oversized(_head_only(flow), flow.request.headers.get("content-length"))
             except WitnessWriteError as exc:
                 self._die(f"witness write failed: {exc}")
 
@@ -340,6 +383,21 @@ def prune_inert_addons(manager: Any, options: Any) -> list[str]:
         manager.remove(addon)
         removed.append(name)
     return removed
+
+
+def _invalid_head(flow: http.HTTPFlow) -> bool:
+    """Whether mitmproxy's HTTP/1 reader refused this head (a length it cannot read), answering 400 at once."""
+    try:
+        http1.expected_http_body_size(flow.request)
+    except ValueError:
+        return True
+    return False
+
+
+def _head_only(flow: http.HTTPFlow) -> IncomingRequest:
+    """A request known by its head alone (its body never arrived whole, or was refused while it did)."""
+    request = flow.request
+    return IncomingRequest(method=request.method, path=request.path, headers=tuple(request.headers.fields), body=b"")
 
 
 def _qtype_name(qtype: int) -> str:

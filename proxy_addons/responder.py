@@ -24,7 +24,9 @@ HEAD_LIMIT = 1 << 20
 MAX_BODY = 1 << 16
 # mitmproxy sends its request as soon as it connects; a connection silent for this long is not mitmproxy's.
 FIRST_REQUEST_SECONDS = 10.0
-# Connections that have not yet shown a plan token: bounded, so no one can make the proxy buffer without end.
+# Connections that have not yet shown a plan token: bounded, so no one can make the proxy buffer without end. Past
+# the bound the oldest is closed, not the newest: mitmproxy sends its request as soon as it connects, so the oldest
+# silent connection is someone else's, and connections held open on the shared loopback cannot lock mitmproxy out.
 MAX_UNCLAIMED = 64
 
 
@@ -83,7 +85,8 @@ class StreamingResponder:
         self._clock = clock
         self._server: asyncio.Server | None = None
         self._plans: dict[str, _Plan] = {}
-        self._unclaimed = 0
+        # Connections before their first request, oldest first (a dict keeps insertion order).
+        self._unclaimed: dict[asyncio.StreamWriter, None] = {}
         self.port: int | None = None
 
     async def start(self) -> None:
@@ -135,14 +138,16 @@ class StreamingResponder:
         try:
             while True:
                 if first:
-                    if self._unclaimed >= MAX_UNCLAIMED:
-                        logger.warning("streaming responder: too many connections without a plan; refused one")
-                        return
-                    self._unclaimed += 1
+                    if len(self._unclaimed) >= MAX_UNCLAIMED:
+                        oldest = next(iter(self._unclaimed))
+                        del self._unclaimed[oldest]
+                        oldest.transport.abort()
+                        logger.warning("streaming responder: too many connections without a plan; closed the oldest")
+                    self._unclaimed[writer] = None
                     try:
                         plan = await asyncio.wait_for(self._read_request(reader, prefix), FIRST_REQUEST_SECONDS)
                     finally:
-                        self._unclaimed -= 1
+                        self._unclaimed.pop(writer, None)
                     first = False
                 else:
                     plan = await self._read_request(reader, prefix)

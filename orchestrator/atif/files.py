@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,6 +121,17 @@ def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: st
     """
     res = ExportResult()
     make_output(output)
+    try:
+        _export(episodes, output, version, res)
+    except BaseException:
+        # Nothing half-exported is left (as a merge leaves nothing half-merged): Ctrl-C or a full disk part-way would
+        # leave a truncated witness.jsonl beside its scenario.json, a folder a later audit takes as an episode.
+        shutil.rmtree(output, ignore_errors=True)
+        raise
+    return res
+
+
+def _export(episodes: list[tuple[str, str, Path]], output: Path, version: str, res: ExportResult) -> None:
     for harness, scenario, ep in episodes:
         rollout, why = _valid_rollout(ep / "rollout.json")
         if rollout is None:
@@ -147,7 +159,6 @@ def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: st
         tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=True) + "\n", encoding="ascii")
         tmp.replace(dest / ATIF_NAME)
         res.written.append(dest / ATIF_NAME)
-    return res
 
 
 def _valid_rollout(path: Path) -> tuple[dict[str, Any] | None, str | None]:

@@ -85,6 +85,13 @@ def _from_summary(summary: dict[str, Any], runtime: str, source: str) -> list[Ro
     # Errors not tied to one harness (e.g. an image that did not build) leave every harness of the run unmeasured.
     named = {h["name"] for h in summary["harnesses"]} | {m["harness"] for m in summary["missing"]}
     global_errors = [e for e in summary["errors"] if not any(e.startswith(f"{n}/") for n in named)]
+    # A summary that says exit 2 with no harness to blame (no error, no missing episode named under one) leaves
+    # every harness unmeasured: whatever failed, no row may pass over it.
+    blamed = any(
+        h["verdict"] == "error" or any(e.startswith(f"{h['name']}/") for e in summary["errors"])
+        for h in summary["harnesses"]
+    )
+    unexplained = summary["exit_code"] == 2 and not blamed and not summary["missing"]
     for h in summary["harnesses"]:
         episodes = h["scenarios"]
         own_errors = [e for e in summary["errors"] if e.startswith(f"{h['name']}/")]
@@ -102,7 +109,7 @@ def _from_summary(summary: dict[str, Any], runtime: str, source: str) -> list[Ro
             cut = sum(e["verdict"] == "interrupted" for e in episodes)
             row.status = "unavailable"
             row.note = f"the run was interrupted: {cut} episode(s) cut short, {not_run} not run"
-        elif h["verdict"] == "error" or missing or global_errors or own_errors or summary["exit_code"] == 2:
+        elif h["verdict"] == "error" or missing or global_errors or own_errors or unexplained:
             row.status = "unavailable"
             row.note = (
                 (global_errors[0] if global_errors else None)

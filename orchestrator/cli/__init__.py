@@ -158,13 +158,16 @@ def main() -> None:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     try:
-        rc = app(standalone_mode=False)
+        # click's own main, not Typer's: Typer's turns an interrupt into a bare exit 130 before it reaches the handler
+        # below, which then never says what was stopped; click's raises Abort from the interrupt.
+        rc = click.Group.main(typer.main.get_command(app), standalone_mode=False)
     except (KeyboardInterrupt, click.exceptions.Abort) as exc:
         from orchestrator.stop import RunInterrupted
 
         # A run (drift's included) stopped once its episodes began says how far it got and where its results are.
         plain = "harness-probe: interrupted; what the run created was removed"
-        print(exc.message() if isinstance(exc, RunInterrupted) else plain, file=sys.stderr)
+        stop = exc.__cause__ if isinstance(exc, click.exceptions.Abort) else exc
+        print(stop.message() if isinstance(stop, RunInterrupted) else plain, file=sys.stderr)
         _exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()

@@ -75,6 +75,11 @@ def drift_command(
 
     Example: harness-probe drift -H pi --against 0.72.1 -s tool_success
     """
+    if against == "":
+        # Not "the newest": an empty value (an unset shell variable) is a mistake, named before any registry is asked.
+        raise typer.BadParameter(
+            "is empty; give a release version, or leave --against out for the newest", param_hint="'--against'"
+        )
     if (pinned_run is None) != (other_run is None):
         raise _fail("give both --pinned-run and --other-run (to compare two saved runs), or neither")
     if pinned_run is not None and other_run is not None:
@@ -96,7 +101,8 @@ def drift_command(
         other_h = get_harness(harness)
         variants = resolve_variants([other_h], [target], None, extra_ca)
     except (KeyError, ValueError, FormatError, RegistryError) as exc:
-        raise _fail(str(exc).strip("'\"")) from None
+        # A KeyError's str() is the repr of its message; its message itself is said, quotes inside it kept.
+        raise _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)) from None
     if output is None:
         raise _fail("--output DIR is needed to probe (or compare saved runs with --pinned-run/--other-run)")
     if output.exists():

@@ -8,7 +8,7 @@ from typing import Annotated
 import click
 import typer
 
-from orchestrator.errors import BadFile
+from orchestrator.errors import EXIT_INTERRUPTED, BadFile
 from orchestrator.evidence import FormatError
 from orchestrator.output import check_output, refuse_output_in_sources
 from orchestrator.suite import EXIT_ERROR
@@ -33,7 +33,7 @@ def export_command(
     the same evidence as the run.
     Facts ATIF has no field for (failed attempts, HTTP statuses, response ids, exit codes, gaps) are kept under
     `extra.harness_probe`. Exit code 0: written (an episode without a usable rollout is skipped and named); 2: an
-    input error, or nothing to export.
+    input error, or nothing to export; 130: interrupted (the partial output is removed).
 
     Example: harness-probe export --format atif out/ -o atif/
     """
@@ -61,6 +61,10 @@ def export_command(
     except FormatError as exc:
         typer.echo(f"harness-probe: {exc}", err=True)
         raise typer.Exit(EXIT_ERROR) from None
+    except KeyboardInterrupt:
+        # export_atif has removed what it wrote: said here, with the folder it was.
+        typer.echo(f"harness-probe: export interrupted; the partial output {output} was removed", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     for why in res.skipped:
         typer.echo(f"skipped {why}", err=True)
     if not res.written:

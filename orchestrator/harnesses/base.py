@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,8 +109,10 @@ def tool_arguments(raw: Any) -> Any:
     """A tool call's arguments as the harness recorded them: a JSON string parsed, anything else (a non-JSON
     string included) kept exactly as it is, so a malformed argument stays visible to the checks."""
     if isinstance(raw, str):
+        from orchestrator.harnesses.jsonl import loads_line  # jsonl imports this module
+
         try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
+            return loads_line(raw)
+        except (ValueError, RecursionError):  # not JSON, NaN/Infinity, or an integer too long to convert
             return raw
     return raw

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
 
-__all__ = ["json_reason", "read_jsonl", "read_stream", "session_file", "stream_session"]
+__all__ = ["json_reason", "loads_line", "read_jsonl", "read_stream", "session_file", "stream_session"]
 
 
 def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -25,7 +27,7 @@ def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[d
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = loads_line(line)
         except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, or an integer too long to convert
             # Harnesses append whole lines, each ending in a newline: an unterminated last line was cut off.
             msg = json_reason(exc)
@@ -39,6 +41,38 @@ def read_jsonl(path: Path, what: str, problems: list[tuple[str, str]]) -> list[d
             continue
         entries.append(value)
     return entries
+
+
+def loads_line(text: str | bytes) -> Any:
+    """json.loads, refusing what is no JSON though Python accepts it: NaN, Infinity, -Infinity and a float beyond
+    range (1e400) raise ValueError, as a JSONDecodeError, an integer too long to convert or bytes not UTF-8 do. So
+    does a string holding a lone surrogate (a \\uD800 escape): it is no Unicode text, and the rollout it reached
+    would be refused whole by the strict reader, where only its line is lost here."""
+    value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    hint = _SURROGATE_HINT_TEXT if isinstance(text, str) else _SURROGATE_HINT_BYTES
+    if hint.search(text) is not None:  # type: ignore[arg-type]  # the pattern matches the text's type
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")  # one C pass; only a lone surrogate fails it
+        except UnicodeEncodeError:
+            raise ValueError("a lone surrogate in a string: not Unicode text") from None
+    return value
+
+
+# Where a lone surrogate can come from: a \uD800-\uDFFF escape, or (json.loads reads bytes with surrogatepass) its
+# UTF-8-like bytes, or a str that already holds one.
+_SURROGATE_HINT_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+_SURROGATE_HINT_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is out of range for a number")
+    return value
 
 
 def json_reason(exc: ValueError | RecursionError) -> str:

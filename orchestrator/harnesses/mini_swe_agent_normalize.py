@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError, content_text, tool_arguments
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.values import count, epoch_iso, integer, nonempty, string
 from orchestrator.records import (
     Gap,
@@ -63,8 +63,8 @@ def normalize_trajectory(path: Path, harness: str) -> Rollout:
     if not path.is_file():
         raise NormalizeError(f"the harness wrote no trajectory ({path.name} missing in native/)")
     try:
-        data = json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        data = loads_line(path.read_bytes())
+    except (ValueError, RecursionError) as exc:
         # mini rewrites the whole file after every step (not atomically): a kill mid-write truncates it.
         raise NormalizeError(f"{path.name} is not JSON (truncated or corrupt): {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):

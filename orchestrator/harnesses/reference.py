@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import cast
 
 from orchestrator.harnesses.base import Harness, Launch, LaunchContext, NormalizeError
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.options import Choice, Flag, Text
 from orchestrator.records import Rollout
 from orchestrator.scenarios import Scenario
@@ -127,8 +127,8 @@ class ReferenceHarness(Harness):
         if not path.is_file():
             raise NormalizeError(f"the harness wrote no rollout ({path.name} missing in native/)")
         try:
-            data = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            data = loads_line(path.read_text())
+        except ValueError as exc:
             raise NormalizeError(f"{path.name} is not JSON: {exc}") from None
         # Not validated here: a rollout that breaks its format is a finding the schema checks report.
         if not isinstance(data, dict):

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["count", "epoch_iso", "integer", "iso", "moment", "nonempty", "string"]
+from orchestrator.evidence.jsonread import MAX_INT_DIGITS
+
+__all__ = ["bounded", "count", "epoch_iso", "integer", "iso", "moment", "nonempty", "string"]
 
 
 def string(value: Any) -> str | None:
@@ -17,14 +19,34 @@ def nonempty(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+_INT_LIMIT = 10**MAX_INT_DIGITS  # an int at or past it has more digits than the rollout may hold
+
+
 def integer(value: Any) -> int | None:
-    """An int as recorded, negative ones included (bool is no int here)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An int as recorded, negative ones included (bool is no int here); one of more than MAX_INT_DIGITS digits,
+    which no rollout may hold, is unknown."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return value if -_INT_LIMIT < value < _INT_LIMIT else None
 
 
 def count(value: Any) -> int | None:
-    """A count: a non-negative int. One the harness did not give stays unknown, never 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A count: a non-negative int. One the harness did not give (or of more than MAX_INT_DIGITS digits) stays
+    unknown, never 0."""
+    found = integer(value)
+    return found if found is not None and found >= 0 else None
+
+
+def bounded(value: Any) -> Any:
+    """A raw JSON value to copy into the rollout as it is, each int of more than MAX_INT_DIGITS digits in it (which
+    no rollout may hold) made unknown (None)."""
+    if isinstance(value, dict):
+        return {k: bounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [bounded(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return integer(value)
+    return value
 
 
 def moment(value: Any) -> datetime | None:

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from orchestrator.harnesses.claude_code.attempts import Attempt, attempts_of, message_text
 from orchestrator.harnesses.claude_code.native import NativeLog, Transcript
+from orchestrator.harnesses.values import bounded
 from orchestrator.records import (
     Gap,
     Message,
@@ -267,5 +268,5 @@ def _extensions(native: NativeLog) -> dict[str, Any]:
         "subagent_transcripts": [t.path.name for t in native.subagents],
         "query_sources": sorted({str(e.get("querySource")) for e in native.main.entries if e.get("querySource")}),
         "model": init.get("model"),
-        "result": {k: result[k] for k in keep if k in result},
+        "result": {k: bounded(result[k]) for k in keep if k in result},
     }

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator import records
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.values import count
 from orchestrator.records import TokenStats, token_stats
 
@@ -59,15 +59,33 @@ def read_native(native_dir: Path) -> NativeLog:
     if not files:
         raise NormalizeError("Codex wrote no rollout (no sessions/YYYY/MM/DD/rollout-*.jsonl in native/)")
     gaps: list[Gap] = []
-    if len(files) > 1:
-        # `codex exec` records one thread; more files would be sub-agent threads, which this normalizer does not read.
-        names = ", ".join(f.name for f in files[1:])
+    event_gaps: list[Gap] = []
+    events = _events(native_dir / EVENTS_NAME, event_gaps)
+    thread = _stdout_thread(events)
+    chosen = next((f for f in files if thread is not None and f.stem.endswith(f"-{thread}")), None)
+    if chosen is None:  # stdout names no thread, or none of the files: today's order
+        chosen = files[0]
+    others = [f for f in files if f != chosen]
+    if others:
+        # `codex exec` records one thread; more files would be sub-agent threads (or another run's), which this
+        # normalizer does not read.
+        names = ", ".join(f.name for f in others)
         gaps.append(Gap("invocations.unread_rollouts", f"rollout files not normalized: {names}", ("E8",)))
-    lines = _rollout_lines(files[0], gaps)
+    lines = _rollout_lines(chosen, gaps)
     if not any(ln.type == "session_meta" for ln in lines):
-        raise NormalizeError(f"{files[0].name} has no readable session_meta record: not a Codex rollout")
-    events = _events(native_dir / EVENTS_NAME, gaps)
-    return NativeLog(files[0].name, lines, events, gaps)
+        raise NormalizeError(f"{chosen.name} has no readable session_meta record: not a Codex rollout")
+    gaps.extend(event_gaps)
+    return NativeLog(chosen.name, lines, events, gaps)
+
+
+def _stdout_thread(events: list[dict[str, Any]] | None) -> str | None:
+    """The thread id `codex exec --json` announced (`thread.started`), or None."""
+    for e in events or []:
+        if e.get("type") == "thread.started":
+            tid = e.get("thread_id")
+            if isinstance(tid, str) and tid:
+                return tid
+    return None
 
 
 def _rollout_lines(path: Path, gaps: list[Gap]) -> list[Line]:
@@ -119,7 +137,7 @@ def _events(path: Path, gaps: list[Gap]) -> list[dict[str, Any]] | None:
 
 def _json(chunk: bytes) -> Any:
     try:
-        return json.loads(chunk.decode("utf-8"))
+        return loads_line(chunk.decode("utf-8"))
     except ValueError:  # not UTF-8, not JSON, or an integer too long to convert (each a ValueError)
         return None
 

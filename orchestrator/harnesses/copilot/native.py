@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
-from orchestrator.harnesses.jsonl import json_reason
+from orchestrator.harnesses.jsonl import json_reason, loads_line
 from orchestrator.harnesses.values import nonempty
 
 __all__ = ["PROBE_NAME", "SESSIONS", "STREAM_NAME", "USAGE_NAME", "CopilotNative", "Event", "read_native"]
@@ -117,7 +116,7 @@ def _read_events(path: Path, rel: str, what: str, problems: list[tuple[str, str]
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = loads_line(line)
         except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, or an integer too long to convert
             # Copilot appends whole lines, each ending in a newline: an unterminated last line was cut off.
             cut = n == len(lines)
@@ -141,7 +140,7 @@ def _usage(native_dir: Path, problems: list[tuple[str, str]]) -> dict[str, Any] 
         problems.append(("native.usage_file_missing", f"{PROBE_NAME}/{USAGE_NAME} (--usage-output-file) is missing"))
         return None
     try:
-        value = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+        value = loads_line(path.read_bytes().decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError) as exc:
         problems.append(("native.usage_file_unreadable", f"{PROBE_NAME}/{USAGE_NAME}: {exc}"))
         return None

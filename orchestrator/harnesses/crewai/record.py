@@ -4,13 +4,12 @@ the event log (CrewAI's event bus, one event a line, in the order the bus delive
 from __future__ import annotations
 
 import ast
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
-from orchestrator.harnesses.jsonl import read_jsonl
+from orchestrator.harnesses.jsonl import loads_line, read_jsonl
 from orchestrator.harnesses.values import nonempty
 
 __all__ = ["EVENTS_FORMAT", "EVENTS_NAME", "RECORD_FORMAT", "RECORD_NAME", "CrewNative", "read_native", "unrepr"]
@@ -71,8 +70,8 @@ def _record(path: Path, problems: list[tuple[str, str]]) -> dict[str, Any] | Non
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        data = loads_line(path.read_bytes())
+    except (ValueError, RecursionError) as exc:
         problems.append(("native.record_unreadable", f"{RECORD_NAME} is not JSON: {exc}"))
         return None
     if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:

@@ -3,11 +3,11 @@ answer, its session's token totals), as `provenance.corroboration` entries and f
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from orchestrator.harnesses.gemini_cli.records import call_id, gemini_tokens
 from orchestrator.harnesses.gemini_cli.telemetry import OtelAttempt
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.otel import Telemetry, ToolExecution, metric_totals, tool_executions
 from orchestrator.records import Corroboration, Outcome, RolloutBuilder, TokenStats
 
@@ -22,7 +22,7 @@ def answer_of(response_text: str | None) -> str | None:
     if response_text is None:
         return None
     try:
-        events = json.loads(response_text)
+        events = loads_line(response_text)
     except (ValueError, RecursionError):
         return None
     texts: list[str] = []

@@ -11,11 +11,11 @@ Beside each, written in the same call and with the same `event.timestamp`, is a 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.otel import Operation, Telemetry, ToolExecution, operations, tool_executions
 from orchestrator.harnesses.otel.read import LogRecord
 from orchestrator.harnesses.values import count, integer, iso, nonempty
@@ -67,7 +67,7 @@ def _error(value: Any) -> Any:
     """The error text as recorded: the API's JSON error body when it is one, parsed, else the text."""
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = loads_line(value)
         except (ValueError, RecursionError):
             return value
         return parsed if isinstance(parsed, dict) else value

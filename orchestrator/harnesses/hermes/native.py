@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -10,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError, tool_arguments
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.sqlite_store import readonly_copy
 from orchestrator.harnesses.values import integer, string
 
@@ -156,8 +156,8 @@ def _tool_requests(raw: Any, row_id: int, problems: list[tuple[str, str]]) -> tu
     if raw is None or raw == "":
         return ()
     try:
-        items = json.loads(raw)
-    except (TypeError, json.JSONDecodeError) as exc:
+        items = loads_line(raw)
+    except (TypeError, ValueError, RecursionError) as exc:  # ValueError: not JSON, or an integer too long to convert
         problems.append(("conversation.tool_calls_unreadable", f"message {row_id}: tool_calls is not JSON ({exc})"))
         return ()
     if not isinstance(items, list):
@@ -178,8 +178,8 @@ def _dumps(folder: Path, problems: list[tuple[str, str]]) -> list[RequestDump]:
     out: list[RequestDump] = []
     for path in sorted(folder.glob("request_dump_*.json")) if folder.is_dir() else []:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = loads_line(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, or too long an integer
             problems.append(("model_calls.request_dump_unreadable", f"{path.name}: {exc}"))
             continue
         if not isinstance(data, dict):

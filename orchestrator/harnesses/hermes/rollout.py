@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -10,7 +9,8 @@ from typing import Any
 from orchestrator import records
 from orchestrator.harnesses.hermes.gaps import ALWAYS_GAPS
 from orchestrator.harnesses.hermes.native import Message, NativeLog, RequestDump, Session, epoch_utc, naive_utc
-from orchestrator.harnesses.values import count, integer, iso
+from orchestrator.harnesses.jsonl import loads_line
+from orchestrator.harnesses.values import bounded, count, integer, iso
 from orchestrator.records import (
     Gap,
     ModelCall,
@@ -110,7 +110,7 @@ def _failed_call(d: RequestDump, owner: str | None) -> _Call:
         "response_id": None,
         "finish_reason": None,
         "error_category": _category(status, d.error),
-        "error": d.error,
+        "error": bounded(d.error),
         "token_stats": token_stats(),
         "invocation_id": owner,
     }
@@ -208,8 +208,8 @@ def _tool_calls(s: Session, step_of_reply: dict[int, int], gaps: list[Gap]) -> l
 def _exit_code(content: str | None) -> int | None:
     # The terminal tool answers the model with a JSON object that carries the command's exit code.
     try:
-        data = json.loads(content or "")
-    except json.JSONDecodeError:
+        data = loads_line(content or "")
+    except ValueError:
         return None
     return integer(data.get("exit_code")) if isinstance(data, dict) else None
 

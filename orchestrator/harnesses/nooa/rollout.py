@@ -7,12 +7,12 @@ the tool calls it executed and their output; result.json gives how the run ended
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError, content_text, tool_arguments
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.nooa.spans import LlmSpan, read_llm_spans
 from orchestrator.harnesses.values import string
 from orchestrator.records import (
@@ -82,7 +82,7 @@ _GAPS: tuple[Gap, ...] = (
 
 def _read(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes())
+        return loads_line(path.read_bytes())
     except (OSError, ValueError, RecursionError):
         return None
 

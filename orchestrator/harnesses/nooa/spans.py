@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from orchestrator.harnesses.jsonl import loads_line
 
 __all__ = ["LlmSpan", "read_llm_spans"]
 
@@ -62,7 +63,7 @@ class LlmSpan:
         """The request's messages as the tracer kept them (`input.value`), or None when absent or not JSON."""
         raw = self.text("input.value")
         try:
-            doc = json.loads(raw) if raw else None
+            doc = loads_line(raw) if raw else None
         except (ValueError, RecursionError):
             return None
         messages = doc.get("messages") if isinstance(doc, dict) else None
@@ -146,7 +147,7 @@ def read_llm_spans(traces: Path) -> tuple[list[LlmSpan], int]:
             if not line.strip():
                 continue
             try:
-                doc = json.loads(line)
+                doc = loads_line(line)
             except (ValueError, RecursionError):
                 bad += 1
                 continue

@@ -3,13 +3,13 @@ through a read-only copy) and the `--json` result it printed, into plain typed r
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.sqlite_store import readonly_copy
 from orchestrator.harnesses.values import string
 
@@ -120,8 +120,8 @@ def _runs(conn: sqlite3.Connection, problems: list[tuple[str, str]]) -> list[Run
 
 def _json_object(text: object, where: str, problems: list[tuple[str, str]]) -> dict[str, Any] | None:
     try:
-        data = json.loads(text) if isinstance(text, str) else None
-    except (json.JSONDecodeError, RecursionError):
+        data = loads_line(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict):
         problems.append(("store.event_unreadable", f"{where} is not a JSON object"))
@@ -139,8 +139,8 @@ def _result(path: Path, problems: list[tuple[str, str]]) -> dict[str, Any] | Non
     if not text.strip():
         return None
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        data = loads_line(text)
+    except (ValueError, RecursionError):
         problems.append(("result.unreadable", f"{PROBE / RESULT} is not JSON"))
         return None
     return data if isinstance(data, dict) else None

@@ -3,7 +3,6 @@ into plain typed records."""
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.sqlite_store import readonly_copy
 from orchestrator.harnesses.values import string
 
@@ -143,8 +143,8 @@ def _sessions(conn: sqlite3.Connection, problems: list[tuple[str, str]]) -> dict
 
 def _json(raw: Any, what: str, problems: list[tuple[str, str]]) -> dict[str, Any] | None:
     try:
-        data = json.loads(raw)
-    except (TypeError, json.JSONDecodeError) as exc:
+        data = loads_line(raw)
+    except (TypeError, ValueError) as exc:
         problems.append(("store.row_unreadable", f"{what}: data is not JSON ({exc})"))
         return None
     if not isinstance(data, dict):
@@ -182,8 +182,8 @@ def _log(paths: list[Path], problems: list[tuple[str, str]]) -> list[LogLine]:
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value.startswith('"') and value.endswith('"'):
         try:
-            loaded = json.loads(value)
-        except json.JSONDecodeError:
+            loaded = loads_line(value)
+        except ValueError:
             return value[1:-1]
         return loaded if isinstance(loaded, str) else value[1:-1]
     return value

@@ -9,11 +9,11 @@ a tool call id (`gen_ai.tool.call.id`; Gemini CLI 0.61 writes `gen_ai.tool.call_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.otel.read import Span, Telemetry
 from orchestrator.harnesses.values import count, nonempty
 
@@ -67,7 +67,7 @@ def _json_attribute(value: Any) -> Any:
     """A structured attribute the conventions carry as a JSON string (messages), parsed; anything else as it is."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads_line(value)
         except (ValueError, RecursionError):
             return value
     return value

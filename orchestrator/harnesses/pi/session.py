@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
-from orchestrator.harnesses.jsonl import json_reason
+from orchestrator.harnesses.jsonl import json_reason, loads_line
 from orchestrator.harnesses.values import integer, string
 
 __all__ = ["Entry", "PiNative", "Session", "read_native"]
@@ -103,7 +102,7 @@ def _session(path: Path, rel: str, problems: list[tuple[str, str]]) -> Session:
 
 def _json_line(line: str, rel: str, n: int, problems: list[tuple[str, str]]) -> dict[str, Any] | None:
     try:
-        data = json.loads(line)
+        data = loads_line(line)
     except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
         problems.append(("session.entry_unreadable", f"{rel} line {n}: not JSON ({json_reason(exc)})"))
         return None
@@ -118,7 +117,7 @@ def _provider_retries(path: Path, problems: list[tuple[str, str]]) -> int | None
     if not path.is_file():
         return None
     try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
+        settings = loads_line(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not JSON, or an integer too long to convert
         problems.append(("settings.unreadable", f"{SETTINGS}: {exc}"))
         return None

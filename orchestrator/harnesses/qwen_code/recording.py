@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError
-from orchestrator.harnesses.jsonl import read_jsonl, read_stream, session_file, stream_session
+from orchestrator.harnesses.jsonl import loads_line, read_jsonl, read_stream, session_file, stream_session
 from orchestrator.harnesses.values import integer, nonempty
 
 __all__ = ["PROBE_NAME", "QWEN_DIR", "STREAM_NAME", "QwenNative", "read_native"]
@@ -68,8 +67,8 @@ def _sdk_retries(path: Path, problems: list[tuple[str, str]]) -> int | None:
     if not path.is_file():
         return None
     try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        settings = loads_line(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
         problems.append(("settings.unreadable", f"{QWEN_DIR}/settings.json: {exc}"))
         return None
     model = settings.get("model") if isinstance(settings, dict) else None

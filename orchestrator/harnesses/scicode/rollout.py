@@ -12,11 +12,11 @@ end. It keeps no reply, no HTTP status, no time and no token count.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from pathlib import Path
 
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.records import Gap, RequestedCall, Rollout, RolloutBuilder, outcome, token_stats, tool_record
 
 __all__ = ["normalize_output"]
@@ -142,7 +142,7 @@ def normalize_output(out: Path, harness: str) -> Rollout:
     scores_path = out / f"{model}_{variant}.json"
     scores = None
     with contextlib.suppress(OSError, ValueError):
-        scores = json.loads(scores_path.read_text())
+        scores = loads_line(scores_path.read_text())
     return b.build(
         outcome("unknown"),
         extensions={

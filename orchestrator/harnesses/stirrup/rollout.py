@@ -7,12 +7,12 @@ the history's assistant messages are the model calls Stirrup kept, its tool mess
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from orchestrator.harnesses.base import NormalizeError, tool_arguments
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.values import count, nonempty
 from orchestrator.records import (
     Gap,
@@ -85,8 +85,8 @@ def normalize_record(path: Path, harness: str) -> Rollout:
     if not path.is_file():
         raise NormalizeError(f"the driver wrote no run record ({path.name} missing in native/)")
     try:
-        data = json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        data = loads_line(path.read_bytes())
+    except (ValueError, RecursionError) as exc:
         raise NormalizeError(f"{path.name} is not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
         raise NormalizeError(f"{path.name} is not a Stirrup run record (format {RECORD_FORMAT!r})")

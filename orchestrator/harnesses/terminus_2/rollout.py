@@ -7,7 +7,6 @@ duration, the raw reply (response id, finish reason, usage) and the full message
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, cast
 from orchestrator.atif import load_atif
 from orchestrator.evidence import FormatError
 from orchestrator.harnesses.base import NormalizeError
+from orchestrator.harnesses.jsonl import loads_line
 from orchestrator.harnesses.values import iso
 from orchestrator.records import (
     Gap,
@@ -78,7 +78,7 @@ _GAPS: list[Gap] = [
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        return loads_line(path.read_text())
     except (OSError, ValueError):
         return None
 
@@ -105,7 +105,10 @@ def _episodes(logs: Path) -> dict[int, dict[str, Any]]:
 
 def _reply(debug: dict[str, Any] | None) -> dict[str, Any] | None:
     raw = debug.get("original_response") if debug and debug.get("log_event_type") == "post_api_call" else None
-    parsed = json.loads(raw) if isinstance(raw, str) and raw.startswith("{") else raw
+    try:
+        parsed = loads_line(raw) if isinstance(raw, str) and raw.startswith("{") else raw
+    except (ValueError, RecursionError):  # a reply body that is no JSON: no reply read
+        return None
     return parsed if isinstance(parsed, dict) else None
 
 

@@ -101,6 +101,15 @@ def test_summary_exit_2_with_errors_named_under_the_harness_is_unavailable(tmp_p
     assert (row.status, row.note) == ("unavailable", "the probe's summary says exit 2")
 
 
+def test_exit_2_blamed_on_one_harness_leaves_the_others_measured(tmp_path: Path) -> None:
+    # One run of two harnesses: codex's result could not be joined (an error under its name), pi's passed.
+    run = _run(tmp_path, "m", passing("pi") + passing("codex"))
+    summary = json.loads((run / "summary.json").read_text())
+    summary.update(exit_code=2, verdict="error", errors=["codex/tool_success: run_id 'x' is not the suite's 'y'"])
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert {r.harness: r.status for r in collect([run], [])} == {"pi": "pass", "codex": "unavailable"}
+
+
 def test_suite_command_with_an_unbalanced_quote_leaves_the_runtime_unknown(tmp_path: Path) -> None:
     (row,) = collect([_run(tmp_path, "a", passing("pi"), command="harness-probe run -H pi 'unterminated")], [])
     assert (row.runtime, row.status) == ("?", "pass")

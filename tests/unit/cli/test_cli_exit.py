@@ -72,3 +72,37 @@ def test_an_interrupted_run_prints_what_it_started_says_how_far_it_got_and_exits
     assert "1 did not run" in told and str(out.resolve()) in told and "what the run created was removed" in told
     row = next(line for line in printed.out.splitlines() if "tool_failure" in line and "│" in line)
     assert "│ interrupted │" in row and "│ fail │" not in row
+
+
+@pytest.mark.parametrize("stopped", ["plain", "run"])
+def test_an_interrupt_in_any_command_says_so_and_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, stopped: str
+) -> None:
+    # Typer's own main turns an interrupt into a silent exit 130; a stopped run inside another command (drift plays
+    # episodes too) must still say how far it got.
+    from orchestrator.cli import scenarios as scenarios_cli
+    from orchestrator.stop import RunInterrupted, SuiteResult
+
+    def interrupted() -> Any:
+        if stopped == "run":
+            raise RunInterrupted(SuiteResult("r", tmp_path / "out", [], 130), 3, "SIGINT")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scenarios_cli, "list_scenarios", interrupted)
+    monkeypatch.setattr(sys, "argv", ["harness-probe", "scenarios", "list"])
+    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    logging_config, root_handlers = structlog.get_config(), logging.root.handlers[:]
+    try:
+        with pytest.raises(SystemExit) as ended:
+            cli.main()
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+        structlog.configure(**logging_config)
+        logging.root.handlers[:] = root_handlers
+    assert ended.value.code == 130
+    told = " ".join(capsys.readouterr().err.split())
+    if stopped == "run":
+        assert "interrupted by SIGINT: 0 of 3 episode(s) finished" in told
+    else:
+        assert "harness-probe: interrupted; what the run created was removed" in told

@@ -245,3 +245,35 @@ def test_run_names_a_missing_scenario_file(monkeypatch: pytest.MonkeyPatch, tmp_
     assert "harness-probe: FormatError: /nonexistent.yaml is not valid:" in output
     assert "scenario file /nonexistent.yaml does not exist" in output
     assert "no such scenario" not in output
+
+
+# (drift) --against
+
+
+def _no_registry(*_: Any) -> Any:
+    raise AssertionError("the registry was asked")
+
+
+def test_drift_names_a_bad_release_version_whole_in_quotes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from orchestrator.cli import drift as drift_cli
+
+    monkeypatch.setattr(drift_cli, "newest_version", _no_registry)
+    monkeypatch.setattr(drift_cli, "connect", _never)
+    code, output = _invoke(["drift", "-H", "pi", "--against", "../../../tmp/zz", "-o", str(tmp_path / "out")])
+    assert code == 2, output
+    assert "harness-probe: '../../../tmp/zz' is not a release version" in output
+    assert not (tmp_path / "out").exists()
+
+
+def test_drift_refuses_an_empty_against_before_asking_the_registry(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from orchestrator.cli import drift as drift_cli
+
+    monkeypatch.setattr(drift_cli, "newest_version", _no_registry)
+    monkeypatch.setattr(drift_cli, "resolve_variants", _no_registry)
+    monkeypatch.setattr(drift_cli, "connect", _never)
+    code, output = _invoke(["drift", "-H", "pi", "--against", "", "-o", str(tmp_path / "out")])
+    assert code == 2, output
+    assert "Invalid value for '--against': is empty" in _flat(output)
+    assert not (tmp_path / "out").exists()

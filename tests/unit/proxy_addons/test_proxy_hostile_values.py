@@ -12,13 +12,14 @@ from collections.abc import Callable
 import brotli
 import pytest
 from mitmproxy import http
+from mitmproxy.flow import Error
 from mitmproxy.test import tflow
 
 from orchestrator.checks.evidence import read_witness
 from orchestrator.evidence.jsonread import MAX_INT_DIGITS as READER_INT_DIGITS
 from proxy_addons.decoding import decode_body
 from proxy_addons.exchange import MAX_INT_DIGITS, parse_json_body
-from proxy_addons.limits import MAX_BODY_BYTES, MAX_HEAD_BYTES, PATH_SHOWN
+from proxy_addons.limits import MAX_BODIES_IN_FLIGHT, MAX_BODY_BYTES, MAX_HEAD_BYTES, PATH_SHOWN, declared_body
 from tests.unit.proxy_addons.conftest import BASH_TOOL, MakeProvider, Provider, chat_body
 
 HONEST = json.dumps(chat_body([{"role": "user", "content": "hi"}], tools=[BASH_TOOL])).encode()
@@ -162,3 +163,82 @@ def test_a_compression_bomb_is_refused_over_the_cap(make_provider: MakeProvider)
     (violation,) = provider.events("violation")
     assert violation["code"] == "body_over_cap" and violation["size"] == len(bomb)
     assert "inflates" in violation["detail"]
+
+
+def _arriving(provider: Provider, length: str | None, path: str = "/v1/chat/completions") -> http.HTTPFlow:
+    """A request whose head has arrived and whose body has not: mitmproxy's `requestheaders` hook."""
+    headers: dict[str | bytes, str | bytes] = {"content-type": "application/json"}
+    if length is None:
+        headers["transfer-encoding"] = "chunked"
+    else:
+        headers["content-length"] = length
+    request = http.Request.make("POST", "http://provider:8080" + path, b"", headers)
+    if length is not None:
+        request.headers["content-length"] = length  # make() set it from the empty content
+    flow = tflow.tflow(req=request)
+    provider.addon.requestheaders(flow)
+    return flow
+
+
+def test_bodies_arriving_at_once_are_bounded_and_the_refusal_witnessed(make_provider: MakeProvider) -> None:
+    provider = make_provider()
+    held = [_arriving(provider, str(MAX_BODY_BYTES)) for _ in range(MAX_BODIES_IN_FLIGHT // MAX_BODY_BYTES)]
+    assert all(f.error is None for f in held)
+    crowded = _arriving(provider, None, "/v1/chat/completions?" + "a" * MAX_HEAD_BYTES)  # chunked: a whole cap
+    assert crowded.error is not None and crowded.error.msg == "Connection killed."
+    (violation,) = provider.events("violation")
+    assert violation["code"] == "bodies_in_flight" and f"{MAX_BODIES_IN_FLIGHT} bytes" in violation["detail"]
+    (attempt,) = provider.events("attempt")
+    assert (attempt["kind"], attempt["status"], attempt["ended"]) == ("rejected", None, "reset")
+    assert len(attempt["path"]) == PATH_SHOWN  # a long head is witnessed bounded here too
+    # Small bodies and bodies that arrived make room: the budget counts what is still arriving.
+    assert _arriving(provider, "0").error is None
+    for flow in held[:1]:
+        flow.request.content = HONEST
+        provider.addon.request(flow)
+        assert flow.response is not None and flow.response.status_code == 200
+    assert _arriving(provider, str(MAX_BODY_BYTES)).error is None
+    provider.addon.error(held[1])  # a client that left mid-body frees its share too
+    assert _arriving(provider, "1").error is None
+
+
+def test_declared_body_sizes() -> None:
+    assert declared_body(None, False) == 0 and declared_body("0", False) == 0
+    assert declared_body("12", False) == 12 and declared_body(None, True) == MAX_BODY_BYTES
+    assert declared_body("9" * 30, False) == MAX_BODY_BYTES and declared_body("-1", False) == MAX_BODY_BYTES
+
+
+def test_a_request_that_never_arrives_whole_is_witnessed(make_provider: MakeProvider) -> None:
+    provider = make_provider()
+    cut = _arriving(provider, "1000")
+    cut.error = Error("Client disconnected.")
+    provider.addon.error(cut)
+    # Killed: mitmproxy sends no error page of its own, and the witness says no reply was sent.
+    assert cut.error is not None and cut.error.msg == "Connection killed."
+    # Heads mitmproxy answers 400 itself: a length its HTTP/1 reader cannot read, and one its request validation
+    # refuses (the error is set before the requestheaders hook).
+    unreadable = _arriving(provider, "-1")
+    unreadable.error = Error("Invalid Content-Length header")
+    provider.addon.error(unreadable)
+    request = http.Request.make("CONNECT", "http://provider:443/", b"", {})
+    invalid = tflow.tflow(req=request)
+    invalid.error = Error("Invalid HTTP request form (expected: absolute, got: authority)")
+    provider.addon.requestheaders(invalid)
+    provider.addon.error(invalid)
+    violations = provider.events("violation")
+    assert [v["code"] for v in violations] == ["bad_request"] * 3
+    assert "closed unanswered: Client disconnected." in violations[0]["detail"]
+    assert all("answered 400 by the proxy's HTTP layer" in v["detail"] for v in violations[1:])
+    attempts = provider.events("attempt")
+    assert [(a["kind"], a["method"], a["status"], a["ended"]) for a in attempts] == [
+        ("rejected", "POST", None, "reset"),
+        ("rejected", "POST", 400, "complete"),
+        ("rejected", "CONNECT", 400, "complete"),
+    ]
+    # A request that arrived whole is not witnessed twice when it ends in an error later.
+    whole = _arriving(provider, str(len(HONEST)))
+    whole.request.content = HONEST
+    provider.addon.request(whole)
+    whole.error = Error("Client disconnected.")
+    provider.addon.error(whole)
+    assert len(provider.events("violation")) == 3

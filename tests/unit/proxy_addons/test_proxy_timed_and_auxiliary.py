@@ -136,6 +136,12 @@ def test_abort_head_kills_the_flow_and_errors_finish_unreached_plans(make_provid
     provider.addon.error(unreached)
     (attempt,) = provider.events("attempt")
     assert (attempt["attempt_id"], attempt["ended"], attempt["status"]) == ("attempt-1", "reset", None)
+    # Killed: the client's connection closes with no reply, as witnessed, not with a 502 page of mitmproxy's own.
+    assert unreached.error is not None and unreached.error.msg == "Connection killed."
+    left = provider.chat(chat_body([USER]))
+    left.error = Error("Client disconnected.")
+    provider.addon.error(left)
+    assert left.error.msg == "Client disconnected."  # a client that left is not killed again
 
 
 def test_without_a_responder_a_timed_reply_becomes_a_witnessed_reset(make_provider: MakeProvider) -> None:
