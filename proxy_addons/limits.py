@@ -93,12 +93,13 @@ def _max_depth(body: bytes) -> int:
     return max(accumulate(_STEP[c] for c in skeleton), default=0)
 
 
-def declared_body(content_length: str | None, chunked: bool) -> int:
+def declared_body(content_length: str | None, chunked: bool, framed: bool = False) -> int:
     """What a request's body may take while it arrives: its declared length, at most the body cap (past it
-    mitmproxy refuses it anyway); the whole cap for a chunked body, whose length no one knows in advance."""
+    mitmproxy refuses it anyway); the whole cap for a chunked body, whose length no one knows in advance, and for a
+    body in frames (HTTP/2, `framed`) that declares none. An HTTP/1 request with neither has no body."""
     if chunked:
         return MAX_BODY_BYTES
     declared = (content_length or "").strip()
     if not (declared.isascii() and declared.isdigit()):
-        return 0 if not declared else MAX_BODY_BYTES
+        return MAX_BODY_BYTES if declared or framed else 0
     return min(int(declared[:18]) if len(declared) <= 18 else MAX_BODY_BYTES, MAX_BODY_BYTES)

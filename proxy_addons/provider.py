@@ -83,6 +83,7 @@ class ScriptedProvider:
         # Requests whose head arrived and whose `request` hook has not run yet, by flow id: what each body may take
         # while it arrives (limits.declared_body). One that ends in an error instead never reached the interpreter.
         self._arriving: dict[str, int] = {}
+        self._held = 0  # the sum of _arriving's values, kept as they change (thousands of heads can be in flight)
         self._refused_heads: set[str] = set()  # of those, the ones mitmproxy refused at their head (it answers 400)
 
     async def running(self) -> None:
@@ -165,22 +166,34 @@ class ScriptedProvider:
         if flow.error is not None:
             # mitmproxy refused the head itself (its request validation): it answers 400, and the error hook follows.
             self._refused_heads.add(flow.id)
-            self._arriving[flow.id] = 0
+            self._arrive(flow.id, 0)
             return
         headers = flow.request.headers
-        size = declared_body(headers.get("content-length"), "transfer-encoding" in headers)
-        held = sum(self._arriving.values())
-        if held + size <= MAX_BODIES_IN_FLIGHT:
-            self._arriving[flow.id] = size
+        framed = not flow.request.http_version.startswith("HTTP/1")
+        size = declared_body(headers.get("content-length"), "transfer-encoding" in headers, framed)
+        if self._held + size <= MAX_BODIES_IN_FLIGHT:
+            self._arrive(flow.id, size)
             return
         self._refuse(flow)
         try:
-            interpreter.refuse_crowded(_head_only(flow), held)
+            interpreter.refuse_crowded(_head_only(flow), self._held)
         except WitnessWriteError as exc:
             self._die(f"witness write failed: {exc}")
 
+    def _arrive(self, flow_id: str, size: int) -> None:
+        self._held += size - self._arriving.get(flow_id, 0)
+        self._arriving[flow_id] = size
+
+    def _arrived(self, flow_id: str) -> bool:
+        """Release a request's share of the bodies in flight; whether it had one (its head was seen)."""
+        size = self._arriving.pop(flow_id, None)
+        if size is None:
+            return False
+        self._held -= size
+        return True
+
     def request(self, flow: http.HTTPFlow) -> None:
-        self._arriving.pop(flow.id, None)
+        self._arrived(flow.id)
         interpreter = self.interpreter
         if self._fatal is not None or interpreter is None:
             # Nothing may be served that the witness does not hold.
@@ -189,7 +202,7 @@ class ScriptedProvider:
         try:
             raw = flow.request.raw_content or b""
             encoding = flow.request.headers.get("content-encoding")
-            body = decode_body(raw, encoding, MAX_BODY_BYTES, lambda: flow.request.get_content(strict=False))
+            body = decode_body(raw, encoding, MAX_BODY_BYTES)
             incoming = IncomingRequest(
                 method=flow.request.method,
                 path=flow.request.path,
@@ -282,7 +295,7 @@ class ScriptedProvider:
         flow.response.stream = True
 
     def error(self, flow: http.HTTPFlow) -> None:
-        unfinished = self._arriving.pop(flow.id, None) is not None
+        unfinished = self._arrived(flow.id)
         head_refused = flow.id in self._refused_heads or _invalid_head(flow)
         self._refused_heads.discard(flow.id)
         token = flow.metadata.get(PLAN_METADATA)
