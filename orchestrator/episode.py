@@ -310,11 +310,12 @@ def _play(
                 # Everything copied out from here on draws on one budget; what the harness left that cannot be
                 # copied safely (links, devices, over-cap files) becomes a finding.
                 collection = Collection(limits or CollectLimits())
-                hc.save_logs(paths.harness_log, collection)
-                paths.native.mkdir()
-                # Before the proxy stops: it holds the harness's writable paths, where the native logs are.
-                for native in harness.native_paths:
-                    hc.copy_out(native, paths.native, collection)
+                with collection.harness_share():
+                    hc.save_logs(paths.harness_log, collection)
+                    paths.native.mkdir()
+                    # Before the proxy stops: it holds the harness's writable paths, where the native logs are.
+                    for native in harness.native_paths:
+                        hc.copy_out(native, paths.native, collection)
             except Exception:
                 collection = collection or Collection(limits or CollectLimits())
                 _collect_proxy(proxy, paths, plan.markers, collection)

@@ -43,7 +43,7 @@ from orchestrator.runtime.collect import CollectLimits
 from orchestrator.scenarios import Scenario, list_scenarios
 from orchestrator.stop import RunInterrupted, SuiteResult, cut_short, drop_unplayed, partial_run
 from orchestrator.tempdirs import sweep_tempdirs
-from orchestrator.versions import image_version
+from orchestrator.versions import image_version, shown_version
 
 log = structlog.get_logger(__name__)
 
@@ -234,7 +234,7 @@ def _run(
         )
         or ""
     )
-    proxy_version = next((ln.strip() for ln in proxy_text.splitlines() if "mitmproxy" in ln.lower()), None)
+    proxy_version = shown_version(next((ln for ln in proxy_text.splitlines() if "mitmproxy" in ln.lower()), None))
     started_at = now_iso()
     suite: dict[str, Any] = {
         "schema": "suite/v1",
@@ -307,7 +307,7 @@ def _episodes(
     for h in cfg.harnesses:
         image = harness_images[h.name]
         text = image_version(engine, image, h.version_argv(), run_id, dict(h.writable_paths), version_timeout)
-        version = h.parse_version(text or "") or None
+        version = shown_version(h.parse_version(text or ""))
         override = cfg.variants[h.name][1] if h.name in cfg.variants else None
         images[h.name] = EpisodeImages(built["proxy"], proxy_version, image, version, override)
     if cfg.variants:

@@ -22,7 +22,7 @@ from orchestrator.runtime import ContainerSpec, EngineError, PodRuntime, create_
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["VERSION_MEMORY", "VERSION_PIDS", "image_version", "version_cache_dir"]
+__all__ = ["VERSION_MEMORY", "VERSION_PIDS", "image_version", "shown_version", "version_cache_dir"]
 
 VERSION_MEMORY, VERSION_PIDS = "1g", 256
 CACHE_FORMAT = "version-cache/v1"
@@ -113,3 +113,16 @@ def image_version(
     if text and image.image_id and len(text) <= 65536:
         _remember(path, doc, text)
     return text or None
+
+
+# A version names a release in a few dozen characters; what the image printed is the harness's text, with no bound.
+MAX_VERSION_CHARS = 200
+
+
+def shown_version(version: str | None) -> str | None:
+    """A version as runtime.json and the reports carry it: printable characters only (a terminal escape an image
+    prints is no part of a version), at most MAX_VERSION_CHARS of them; None when nothing is left."""
+    if not version:
+        return None
+    kept = "".join(ch for ch in version if ch.isprintable())[:MAX_VERSION_CHARS].strip()
+    return kept or None

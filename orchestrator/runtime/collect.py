@@ -8,7 +8,7 @@ import stat
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,21 @@ class Collection:
 
     def remaining_seconds(self) -> float:
         return self.limits.seconds - (self.clock() - self._started)
+
+    @contextlib.contextmanager
+    def harness_share(self) -> Iterator[None]:
+        """Within the block the caps are the harness's share of them: what the harness left (its log, its native
+        paths, copied first while its volumes are held) may take at most 5/8 of the bytes, half of the files and 3/4
+        of the time. The rest stays for the proxy's witness and markers, copied after the proxy stops: no harness
+        may crowd out the evidence of what it did (20,000 files in its HOME used to leave no room for the witness)."""
+        whole = self.limits
+        self.limits = replace(
+            whole, max_bytes=whole.max_bytes * 5 // 8, max_files=whole.max_files // 2, seconds=whole.seconds * 3 / 4
+        )
+        try:
+            yield
+        finally:
+            self.limits = whole
 
     def note(self, finding: Finding) -> None:
         if len(self.findings) < MAX_FINDINGS:

@@ -4,6 +4,7 @@ the episode's caps, always removed."""
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 import time
 from collections.abc import Callable, Iterator
@@ -15,11 +16,15 @@ import docker.errors
 import structlog
 from docker.models.containers import Container
 
-from orchestrator.runtime.collect import Collection
+from orchestrator.runtime.collect import Collection, Finding
 
 log = structlog.get_logger(__name__)
 
 __all__ = ["REMOVE_SECONDS", "RunningContainer"]
+
+# Where the engine's message names the container's file system on the host (Docker: /var/lib/docker/overlay2/<id>/
+# merged; Podman: .../overlay/<id>/merged): that part is the host's, not the container's, and is left out.
+_HOST_ROOT = re.compile(r"\S*/merged(?=/|\s|$)")
 
 # How long removal keeps trying while the engine is still tearing a container down.
 REMOVE_SECONDS = 90.0
@@ -175,6 +180,11 @@ class RunningContainer:
         try:
             if res.status_code == 404:
                 return False
+            if 400 <= res.status_code < 600:
+                # The engine could not archive what the harness left at the path (a link loop, a parent that is a
+                # file or a FIFO): the harness's doing, so a finding, never the episode's error.
+                collection.note(Finding("unreadable", path, f"the engine could not archive it: {_engine_reason(res)}"))
+                return False
             api._raise_for_status(res)
             sock = api._get_raw_response_socket(res)
             collection.extract(
@@ -256,3 +266,14 @@ def _demux(chunks: Iterator[bytes]) -> Iterator[bytes]:
             del buf[: 8 + size]
     if buf:
         yield bytes(buf)
+
+
+def _engine_reason(res: Any) -> str:
+    """The engine's own message for a refused archive, without the host's paths, in at most 300 characters."""
+    try:
+        body = res.json()
+        message = body.get("message") if isinstance(body, dict) else None
+    except ValueError:
+        message = None
+    text = message if isinstance(message, str) else f"HTTP {res.status_code}"
+    return _HOST_ROOT.sub("", text)[:300]

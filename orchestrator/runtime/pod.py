@@ -35,6 +35,8 @@ class PodSpec:
     proxy: ContainerSpec
     harness: ContainerSpec
     shared: str  # the one directory both see: read-write for the harness, read-only for the proxy
+    # Its size cap: it holds one small marker file per tool call (a tmpfs file takes a 4 KiB page), far below this.
+    shared_size: str = "64m"
     writable: dict[str, str] = field(default_factory=dict)  # harness path -> size cap ("512m")
     # Proxy path -> size cap: the only paths it writes (the witness folder), on a root filesystem that is read-only.
     proxy_writable: dict[str, str] = field(default_factory=dict)

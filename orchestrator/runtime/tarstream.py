@@ -144,6 +144,8 @@ class _Extractor:
         self.base = base
         self.top = top
         self.too_deep: set[tuple[str, ...]] = set()
+        # The regular files this archive wrote whole, by their parts: a hard link to one of them is that file again.
+        self.written: dict[tuple[str, ...], int] = {}
 
     def where(self, name: str) -> str:
         # Plain concatenation: an absolute or `..` name is shown as the archive gave it, not resolved.
@@ -198,6 +200,10 @@ class _Extractor:
                 self.too_deep.add(parts[: MAX_TREE_DEPTH + 1])
                 budget.note(Finding("too_deep", where[:500], f"more than {MAX_TREE_DEPTH} folders deep; not copied"))
             self._skip(data_len, where)
+        elif info.type == tarfile.LNKTYPE and parts and (linked := self._written_target(link)) is not None:
+            # The engine archives a file with two names once, and the second name as a link to the first: an honest
+            # harness's rollout.json that it also linked as a backup would otherwise be lost under its own name.
+            self._copy_written(linked, parts, where)
         elif info.type in _SKIPPED:
             kind, why = _SKIPPED[info.type]
             target = f" (to {link[:200]!r})" if link else ""
@@ -274,6 +280,53 @@ class _Extractor:
         finally:
             os.close(out)
         self.raw.read(_padded(size))
+        self.written[parts] = size
+
+    def _written_target(self, link: str) -> tuple[str, ...] | None:
+        if self.top is not None and (link in ("", "/") or link.startswith("/")):
+            link = self.top + (link if link != "" else "/")
+        parts = _safe_parts(link)
+        return parts if parts is not None and parts in self.written else None
+
+    def _copy_written(self, target: tuple[str, ...], parts: tuple[str, ...], where: str) -> None:
+        """A hard link to a file this archive wrote: that file's bytes again under the link's name, counted as a copy
+        of them is (a file, its bytes), and read back from our own folder without following a link."""
+        budget = self.budget
+        size = self.written[target]
+        if size > budget.limits.max_bytes - budget.copied:
+            left = budget.limits.max_bytes - budget.copied
+            budget.note(Finding("over_cap_file", where, f"{size} bytes, {left} left of the byte cap; not copied"))
+            return
+        src = self._parent(target, where)
+        if src is None:
+            return
+        try:
+            source = os.open(target[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src)
+        except OSError as exc:
+            budget.note(Finding("hardlink", where, f"its target could not be read again: {exc.strerror}"))
+            return
+        finally:
+            os.close(src)
+        try:
+            fd = self._parent(parts, where)
+            if fd is None:
+                return
+            try:
+                out = os.open(parts[-1], O_NEW, 0o644, dir_fd=fd)
+            except OSError as exc:
+                budget.note(Finding("duplicate", where, f"not written over what was collected: {exc.strerror}"))
+                return
+            finally:
+                os.close(fd)
+            try:
+                while budget.copied < budget.limits.max_bytes and (piece := os.read(source, CHUNK)):
+                    os.write(out, piece[: budget.limits.max_bytes - budget.copied])
+                    budget.copied += min(len(piece), budget.limits.max_bytes - budget.copied)
+            finally:
+                os.close(out)
+            self.written[parts] = size
+        finally:
+            os.close(source)
 
 
 def _safe_parts(name: str) -> tuple[str, ...] | None:

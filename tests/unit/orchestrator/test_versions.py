@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator.images import BuiltImage
 from orchestrator.runtime import ContainerSpec
-from orchestrator.versions import image_version, version_cache_dir
+from orchestrator.versions import MAX_VERSION_CHARS, image_version, shown_version, version_cache_dir
 
 
 class FakeEngine:
@@ -82,3 +82,19 @@ def test_the_cache_lives_under_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.delenv("HARNESS_PROBE_VERSION_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert version_cache_dir() == tmp_path / "harness-probe" / "versions"
+
+
+@pytest.mark.parametrize(
+    ("printed", "shown"),
+    [
+        ("codex-cli 0.63.0", "codex-cli 0.63.0"),
+        ("1.0 \x1b]0;PWNED\x07\x1b[2J\x1b[31mred\r\x1b[K", "1.0 ]0;PWNED[2J[31mred[K"),
+        ("v" * 8_000_000, "v" * MAX_VERSION_CHARS),
+        ("\x1b\x07", None),
+        ("", None),
+        (None, None),
+    ],
+    ids=["plain", "terminal escapes", "eight megabytes", "nothing printable", "empty", "none"],
+)
+def test_a_version_is_carried_printable_and_bounded(printed: str | None, shown: str | None) -> None:
+    assert shown_version(printed) == shown

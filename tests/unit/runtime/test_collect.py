@@ -91,6 +91,25 @@ def test_links_special_files_and_unsafe_names_are_findings(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing outside dest
 
 
+def test_a_hard_link_to_a_file_already_collected_is_that_file_again(tmp_path: Path) -> None:
+    # The engine archives a file with two names once, the later name as a link to the first: an honest harness's
+    # rollout.json that it also linked as a backup must not be lost under its own name.
+    data = _tar(
+        _member("d", tarfile.DIRTYPE),
+        _member("d/a-backup.json", data=b'{"r":1}'),
+        _member("d/rollout.json", tarfile.LNKTYPE, link="d/a-backup.json"),
+    )
+    c = Collection()
+    c.extract(_chunks(data), tmp_path, "/home/probe/d")
+    assert _files(tmp_path) == {"d/a-backup.json": b'{"r":1}', "d/rollout.json": b'{"r":1}'}
+    assert c.findings == [] and c.copied == 14 and c.files == 3
+    # Counted against the caps as a copy is: past the byte cap the second name is a finding, not a copy.
+    small = Collection(CollectLimits(max_bytes=10))
+    small.extract(_chunks(data), tmp_path / "small", "/home/probe/d")
+    assert _files(tmp_path / "small") == {"d/a-backup.json": b'{"r":1}'}
+    assert _kinds(small) == [("over_cap_file", "/home/probe/d/rollout.json")]
+
+
 def test_a_link_planted_first_is_not_written_through(tmp_path: Path) -> None:
     # `d/x -> /tmp/...` then `d/x/file`: the folder walk must not follow the (never created) link.
     outside = tmp_path / "outside"
@@ -120,6 +139,23 @@ def test_file_count_cap(tmp_path: Path) -> None:
     c.extract(_chunks(data), tmp_path, "/p/f")
     assert len(list(tmp_path.iterdir())) == 4
     assert [f.kind for f in c.findings] == ["file_cap"]
+
+
+def test_what_the_harness_left_cannot_crowd_out_what_the_proxy_witnessed(tmp_path: Path) -> None:
+    """The harness's files take at most their share of the caps; the witness and markers, copied after them, get
+    the rest (a harness that left 20,000 files used to leave no room for the witness)."""
+    c = Collection(CollectLimits(max_files=8, max_bytes=16 * 1024))
+    with c.harness_share():
+        c.extract(_chunks(_tar(_member("big", data=b"y" * 11 * 1024))), tmp_path / "native2", "/home/big")
+        c.extract(_chunks(_tar(*(_member(f"h{i}", data=b"x") for i in range(10)))), tmp_path / "native", "/home")
+    assert not (tmp_path / "native2" / "big").exists()  # past 5/8 of the bytes
+    assert c.files == 4  # half of the files (the big one counted)
+    assert {"over_cap_file", "file_cap"} <= {f.kind for f in c.findings}
+    c.extract(_chunks(_tar(_member("witness.jsonl", data=b"w" * 8 * 1024))), tmp_path, "/probe/witness/witness.jsonl")
+    c.extract(_chunks(_tar(*(_member(f"m{i}", data=b"t") for i in range(3)))), tmp_path / "markers", "/probe/markers")
+    assert (tmp_path / "witness.jsonl").stat().st_size == 8 * 1024
+    assert len(list((tmp_path / "markers").iterdir())) == 3
+    assert c.to_json()["limits"] == {"max_bytes": 16 * 1024, "max_files": 8, "seconds": 60.0}  # the whole caps
 
 
 def test_byte_cap_stops_at_an_over_cap_file(tmp_path: Path) -> None:

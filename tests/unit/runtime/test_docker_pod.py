@@ -81,7 +81,9 @@ def test_the_holder_keeps_every_in_memory_volume_and_the_proxy_root_is_read_only
         pass
     holder, proxy, harness = (engine.containers[n] for n in ("ep-holder", "ep-proxy", "ep-harness"))
     in_memory = {name for name, size in engine.volumes.items() if size is not None}
-    assert in_memory == {"ep-w0", "ep-p0"}
+    assert in_memory == {"ep-shared", "ep-w0", "ep-p0"}
+    # The markers folder too: on disk it would be the one place where the harness could fill the host's disk.
+    assert engine.volumes["ep-shared"] == "64m"
     # The proxy's files (written by harness-probe alone, before it starts) are on disk: they need no holder.
     assert "ep-files" in engine.volumes and engine.volumes["ep-files"] is None
     assert engine.volumes["ep-p0"] == "96m" and engine.volumes["ep-w0"] == "512m"
@@ -106,13 +108,14 @@ def test_the_holder_keeps_every_in_memory_volume_and_the_proxy_root_is_read_only
     assert log.index("remove ep-holder") > log.index("remove ep-proxy") > log.index("remove ep-harness")
 
 
-def test_a_pod_with_nothing_in_memory_needs_no_holder() -> None:
+def test_a_pod_with_no_other_writable_path_still_holds_the_markers_folder() -> None:
     engine = RecordingEngine()
     spec = _spec()
     spec.writable, spec.proxy_writable, spec.proxy.files = {}, {}, {}
     with docker_pod(cast(Engine, engine), spec):
         pass
-    assert "ep-holder" not in engine.containers and engine.containers["ep-proxy"].read_only
+    assert set(engine.containers["ep-holder"].volumes) == {"ep-shared"}
+    assert engine.containers["ep-proxy"].read_only
 
 
 def test_a_holder_that_fails_to_start_fails_the_pod_before_the_harness_exists_and_is_removed() -> None:
