@@ -13,7 +13,7 @@ import typer
 
 from orchestrator.errors import OutputUnwritable
 from orchestrator.evidence import FormatError, load_json, validate
-from orchestrator.evidence.jsonread import JsonFault, loads, read_bytes, read_json
+from orchestrator.evidence.jsonread import JsonFault, loads, read_below, read_json
 from orchestrator.output import write_output_file
 from orchestrator.paths import is_plain_name
 from orchestrator.resources import checkout_root
@@ -53,26 +53,6 @@ def _docs(docs: Path | None) -> Path:
 
 # What a page is rendered from: small enough to commit, enough to regenerate the page and the matrix.
 _SAVED = ("summary.json", "suite.json")
-
-
-def _read_plain(root: Path, parts: tuple[str, ...]) -> bytes:
-    """A file below root, each folder on the way and the file itself reached without following a link."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in parts[:-1]:
-            try:
-                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            except OSError as exc:
-                why = f"{part} is not a folder reached without a link ({exc.strerror})"
-                raise JsonFault(f"{'/'.join(parts)}: {why}") from None
-            os.close(fd)
-            fd = nxt
-        try:
-            return read_bytes(parts[-1], dir_fd=fd)
-        except JsonFault as exc:
-            raise JsonFault(f"{'/'.join(parts)}: {exc}") from None
-    finally:
-        os.close(fd)
 
 
 def _write(path: Path, text: str) -> None:
@@ -188,8 +168,8 @@ def publish(
     # Every file is read before anything is removed, each a regular file reached without a link (no host file
     # lands in the repository through a planted link): a refusal leaves the saved results as they were.
     try:
-        saved = {name: _read_plain(run_dir, (name,)) for name in _SAVED}
-        runtime = _read_plain(run_dir, runtimes[0].relative_to(run_dir).parts)
+        saved = {name: read_below(run_dir, (name,)) for name in _SAVED}
+        runtime = read_below(run_dir, runtimes[0].relative_to(run_dir).parts)
         for name, fmt in (("suite.json", "suite/v1"), ("summary.json", "probe-summary/v1")):
             validate(loads(saved[name]), fmt, name)
         loads(runtime)  # JSON, strictly read: what the page renders from

@@ -26,6 +26,7 @@ __all__ = [
     "JsonFault",
     "compact_objects",
     "loads",
+    "read_below",
     "read_bytes",
     "read_chunks",
     "read_json",
@@ -306,6 +307,27 @@ def read_chunks(path: Path | str, max_bytes: int = MAX_FILE_BYTES, size: int = 1
             if left <= 0:
                 raise JsonFault(f"is more than the {max_bytes}-byte cap")
             yield piece
+    finally:
+        os.close(fd)
+
+
+def read_below(root: Path, parts: tuple[str, ...]) -> bytes:
+    """A regular file below root, each folder on the way and the file itself reached without following a link; a
+    fault names the file by its parts."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                why = f"{part} is not a folder reached without a link ({exc.strerror})"
+                raise JsonFault(f"{'/'.join(parts)}: {why}") from None
+            os.close(fd)
+            fd = nxt
+        try:
+            return read_bytes(parts[-1], dir_fd=fd)
+        except JsonFault as exc:
+            raise JsonFault(f"{'/'.join(parts)}: {exc}") from None
     finally:
         os.close(fd)
 

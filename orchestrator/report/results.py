@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.evidence import Fault, FormatError, load_json
-from orchestrator.evidence.jsonread import JsonFault, loads, read_bytes
+from orchestrator.evidence.jsonread import JsonFault, loads, read_below
 from orchestrator.report.evidence_doc import label_legend
 from orchestrator.report.fault_words import fault_section
 from orchestrator.report.findings import LABEL_IDS, label_cells, wrongs
@@ -20,27 +20,11 @@ from orchestrator.report.table import LEGEND, SYMBOLS, joined, views
 __all__ = ["label_matrix", "render_results"]
 
 
-def _read_below(root: Path, parts: tuple[str, ...]) -> bytes:
-    """A regular file below root, each folder on the way and the file itself reached without following a link."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in parts[:-1]:
-            try:
-                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            except OSError as exc:
-                raise JsonFault(f"{part} is not a folder reached without a link ({exc.strerror})") from None
-            os.close(fd)
-            fd = nxt
-        return read_bytes(parts[-1], dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
 def _runtime(run_dir: Path, harness: str) -> dict[str, Any] | None:
     for path in sorted(run_dir.glob(f"{harness}/**/runtime.json")):
         parts = path.relative_to(run_dir).parts
         try:
-            data = loads(_read_below(run_dir, parts))
+            data = loads(read_below(run_dir, parts))
         except JsonFault as exc:
             raise JsonFault(f"{path.name}: {exc}") from None
         # Only the fields the page shows are checked: each an object of strings (or null) where present.
@@ -65,7 +49,7 @@ def _audited(run_dir: Path) -> list[str]:
     if not os.path.lexists(run_dir / "audited"):
         return []
     try:
-        text = _read_below(run_dir, ("audited",)).decode()
+        text = read_below(run_dir, ("audited",)).decode()
     except (JsonFault, UnicodeDecodeError) as exc:
         raise FormatError(str(run_dir / "audited"), [Fault("$", f"not a regular UTF-8 text file: {exc}")]) from None
     return [f"- {text.strip()}"]

@@ -14,6 +14,21 @@ import structlog
 from orchestrator import cli
 
 
+def _main_exit() -> object:
+    """cli.main()'s exit code; what main() sets for the process (signal handlers, logging) is put back after."""
+    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    logging_config, root_handlers = structlog.get_config(), logging.root.handlers[:]
+    try:
+        with pytest.raises(SystemExit) as ended:
+            cli.main()
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+        structlog.configure(**logging_config)
+        logging.root.handlers[:] = root_handlers
+    return ended.value.code
+
+
 @pytest.mark.parametrize(("argv", "code"), [(["scenarios", "list"], 0), (["no-such-command"], 2)])
 def test_after_the_command_ends_interrupts_are_ignored(
     monkeypatch: pytest.MonkeyPatch, argv: list[str], code: int
@@ -55,17 +70,8 @@ def test_an_interrupted_run_prints_what_it_started_says_how_far_it_got_and_exits
     monkeypatch.setattr(run_cli, "run_suite", stopped)
     out = tmp_path / "out"
     monkeypatch.setattr(sys, "argv", ["harness-probe", "run", "-H", "reference", "-s", "tool_success", "-o", str(out)])
-    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    logging_config, root_handlers = structlog.get_config(), logging.root.handlers[:]
-    try:
-        with pytest.raises(SystemExit) as ended:
-            cli.main()
-    finally:
-        signal.signal(signal.SIGINT, previous[0])
-        signal.signal(signal.SIGTERM, previous[1])
-        structlog.configure(**logging_config)
-        logging.root.handlers[:] = root_handlers
-    assert ended.value.code == 130
+    ended = _main_exit()
+    assert ended == 130
     printed = capsys.readouterr()
     told = " ".join(printed.err.split())
     assert "interrupted by SIGTERM: 1 of 3 episode(s) finished, 1 interrupted (cut short, not judged)" in told
@@ -90,17 +96,8 @@ def test_an_interrupt_in_any_command_says_so_and_exits_130(
 
     monkeypatch.setattr(scenarios_cli, "list_scenarios", interrupted)
     monkeypatch.setattr(sys, "argv", ["harness-probe", "scenarios", "list"])
-    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    logging_config, root_handlers = structlog.get_config(), logging.root.handlers[:]
-    try:
-        with pytest.raises(SystemExit) as ended:
-            cli.main()
-    finally:
-        signal.signal(signal.SIGINT, previous[0])
-        signal.signal(signal.SIGTERM, previous[1])
-        structlog.configure(**logging_config)
-        logging.root.handlers[:] = root_handlers
-    assert ended.value.code == 130
+    ended = _main_exit()
+    assert ended == 130
     told = " ".join(capsys.readouterr().err.split())
     if stopped == "run":
         assert "interrupted by SIGINT: 0 of 3 episode(s) finished" in told
