@@ -53,8 +53,9 @@ def loads_line(text: str | bytes) -> Any:
     if hint.search(text) is not None:  # type: ignore[arg-type]  # the pattern matches the text's type
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")  # one C pass; only a lone surrogate fails it
-        except UnicodeEncodeError:
-            raise ValueError("a lone surrogate in a string: not Unicode text") from None
+        except UnicodeEncodeError as exc:
+            bad = ord(exc.object[exc.start])
+            raise ValueError(f"a lone surrogate (\\u{bad:04x}) in a string: not Unicode text") from None
     return value
 
 

@@ -92,6 +92,7 @@ class Engine:
 
     name = "docker"
     rooted_archive_names = False  # see RunningContainer.rooted_names
+    sized_tmpfs = True  # its in-memory volumes take a size cap (Podman's do not)
     image_archives: Path | None = None  # builds from images/ itself
 
     def server_version(self) -> str:

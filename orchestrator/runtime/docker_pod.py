@@ -46,9 +46,8 @@ class DockerPod:
 
     def limits(self) -> dict[str, Any]:
         harness = self._engine.effective_limits(self._harness)
-        harness["writable"] = self._engine.writable_limits(
-            {**self._spec.writable, self._spec.shared: self._spec.shared_size}
-        )
+        shared = {self._spec.shared: self._spec.shared_size} if self._engine.sized_tmpfs else {}
+        harness["writable"] = self._engine.writable_limits({**self._spec.writable, **shared})
         proxy = self._engine.effective_limits(self._proxy)
         proxy["writable"] = self._engine.writable_limits(self._spec.proxy_writable)
         return {"proxy": proxy, "harness": harness}
@@ -59,9 +58,11 @@ def docker_pod(engine: Engine, spec: PodSpec) -> Iterator[DockerPod]:
     """Volumes and their holder, a started and ready proxy, a created harness; removed in reverse order however the
     block ends."""
     with ExitStack() as stack:
-        # In memory and capped, as every other path the harness writes: on disk it would be the one place where the
-        # harness could fill the host's disk.
-        shared = stack.enter_context(engine.volume(f"{spec.name}-shared", spec.labels, tmpfs_size=spec.shared_size))
+        # In memory and capped where the engine caps in-memory volumes (Docker), as every other path the harness writes:
+        # on disk it would be the one place where the harness could fill the host's disk. Podman's take no size, so
+        # there it stays on disk, as it always was (docs/security.md).
+        shared_size = spec.shared_size if engine.sized_tmpfs else None
+        shared = stack.enter_context(engine.volume(f"{spec.name}-shared", spec.labels, tmpfs_size=shared_size))
         held: dict[str, str] = {}
         for i, (path, size) in enumerate(sorted(spec.writable.items())):
             vol = stack.enter_context(engine.volume(f"{spec.name}-w{i}", spec.labels, tmpfs_size=size))
@@ -74,7 +75,7 @@ def docker_pod(engine: Engine, spec: PodSpec) -> Iterator[DockerPod]:
         # disk, not in memory: only harness-probe writes there (before the proxy starts), so it needs no cap, and its
         # content outlives the copy's own mount without a holder, so the holder's start need not come first.
         files = stack.enter_context(engine.volume(f"{spec.name}-files", spec.labels)) if spec.proxy.files else None
-        every = [str(shared.name), *held.values(), *proxy_held.values()]
+        every = [*([str(shared.name)] if shared_size else []), *held.values(), *proxy_held.values()]
         # The holder starts beside the proxy (a container start is the slowest engine step). It must hold the
         # in-memory volumes before anything is written to them that no running container mounts: the harness's
         # files, copied in at its creation, which waits for it. The proxy's witness is written only while the proxy

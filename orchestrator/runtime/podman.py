@@ -100,6 +100,7 @@ def _pod_etc() -> Path:
 class PodmanEngine(Engine):
     name = "podman"
     rooted_archive_names = True
+    sized_tmpfs = False
 
     def __init__(self, client: docker.DockerClient, url: str) -> None:
         super().__init__(client)

@@ -37,6 +37,7 @@ class RecordingEngine:
 
     log: list[str] = field(default_factory=list)
     volumes: dict[str, str | None] = field(default_factory=dict)
+    sized_tmpfs: bool = True
     containers: dict[str, ContainerSpec] = field(default_factory=dict)
 
     @contextmanager
@@ -142,3 +143,11 @@ def test_a_holder_that_fails_to_start_fails_the_pod_before_the_harness_exists_an
         assert "refused to start the holder" in str(exc)
     assert "create ep-harness" not in engine.log
     assert {"remove ep-holder", "remove ep-proxy", "remove volume ep-p0", "remove volume ep-files"} <= set(engine.log)
+
+
+def test_on_an_engine_whose_in_memory_volumes_take_no_size_the_markers_folder_stays_on_disk() -> None:
+    engine = RecordingEngine(sized_tmpfs=False)  # Podman: an in-memory volume there would hold no cap
+    with docker_pod(cast(Engine, engine), _spec()):
+        pass
+    assert engine.volumes["ep-shared"] is None
+    assert "ep-shared" not in engine.containers["ep-holder"].volumes
