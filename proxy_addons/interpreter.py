@@ -145,42 +145,37 @@ class Interpreter:
     def refuse_oversized(self, request: IncomingRequest, content_length: str | None) -> None:
         """Witness a request whose body the proxy refused while it arrived, past its body limit (mitmproxy answered
         it with a 413 of its own): only the head is known, and the body's declared length when it had one."""
-        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), _bounded_head(request))
-        self._attempts += 1
         declared = content_length.strip() if content_length is not None else ""
         size = int(declared) if declared.isascii() and declared.isdigit() and len(declared) <= 18 else None
         sent = f"of {size} bytes" if size is not None else "sent without a length"
         detail = f"request body {sent} went past the {MAX_BODY_BYTES}-byte cap and was refused while it arrived"
-        extra = {"size": size} if size is not None else {}
-        self.recorder.write(
-            "violation", {"attempt_id": attempt.attempt_id, "code": "body_over_cap", "detail": detail, **extra}
-        )
-        self._log.record(attempt, kind="rejected", status=413, response=None)
+        self._refuse_head(request, "body_over_cap", detail, 413, {"size": size} if size is not None else {})
 
     def refuse_unfinished(self, request: IncomingRequest, why: str, status: int | None) -> None:
         """Witness a request whose head arrived and which never did whole (mitmproxy's reason in `why`): closed with
         no reply (status None), or answered by mitmproxy itself at its head (400)."""
-        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), _bounded_head(request))
-        self._attempts += 1
         answer = "closed unanswered" if status is None else f"answered {status} by the proxy's HTTP layer"
-        detail = f"request never arrived whole, {answer}: {why[:300]}"
-        self.recorder.write("violation", {"attempt_id": attempt.attempt_id, "code": "bad_request", "detail": detail})
-        ended = wire.RESET if status is None else wire.COMPLETE
-        self._log.record(attempt, kind="rejected", status=status, response=None, ended=ended)
+        self._refuse_head(request, "bad_request", f"request never arrived whole, {answer}: {why[:300]}", status)
 
     def refuse_crowded(self, request: IncomingRequest, in_flight: int) -> None:
         """Witness a request closed unanswered at its head: the bodies still arriving on other connections already
         held the proxy's budget for bodies in flight (each request body is buffered whole before it is answered)."""
-        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), _bounded_head(request))
-        self._attempts += 1
         detail = (
             f"request closed unanswered at its head: {in_flight} bytes of request bodies were already arriving on "
             f"other connections, and the proxy holds at most {MAX_BODIES_IN_FLIGHT} at once"
         )
-        self.recorder.write(
-            "violation", {"attempt_id": attempt.attempt_id, "code": "bodies_in_flight", "detail": detail}
-        )
-        self._log.record(attempt, kind="rejected", status=None, response=None, ended=wire.RESET)
+        self._refuse_head(request, "bodies_in_flight", detail, None)
+
+    def _refuse_head(
+        self, request: IncomingRequest, code: str, detail: str, status: int | None, extra: Mapping[str, Any] = {}
+    ) -> None:
+        """A request known by its head alone, refused before the interpreter saw it: its violation, then its rejected
+        attempt (no reply when status is None)."""
+        attempt = Attempt(f"attempt-{self._attempts}", self.recorder.now(), _bounded_head(request))
+        self._attempts += 1
+        self.recorder.write("violation", {"attempt_id": attempt.attempt_id, "code": code, "detail": detail, **extra})
+        ended = wire.RESET if status is None else wire.COMPLETE
+        self._log.record(attempt, kind="rejected", status=status, response=None, ended=ended)
 
     def _dispatch(self, attempt: Attempt) -> Answer:
         request = attempt.request

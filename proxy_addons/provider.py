@@ -296,7 +296,7 @@ class ScriptedProvider:
 
     def error(self, flow: http.HTTPFlow) -> None:
         unfinished = self._arrived(flow.id)
-        head_refused = flow.id in self._refused_heads or _invalid_head(flow)
+        refused_by_validation = flow.id in self._refused_heads
         self._refused_heads.discard(flow.id)
         token = flow.metadata.get(PLAN_METADATA)
         message = flow.error.msg if flow.error is not None else ""
@@ -305,6 +305,7 @@ class ScriptedProvider:
             # The head arrived, the request never did whole: mitmproxy ends it before the request hook, so it is
             # witnessed here. A head mitmproxy refused itself got its 400 already; a body cut off or malformed is
             # killed, so the client gets no reply, as witnessed, and not an error page of mitmproxy's own.
+            head_refused = refused_by_validation or _invalid_head(flow)
             if not head_refused and flow.killable:
                 flow.kill()  # type: ignore[no-untyped-call]
             try:
