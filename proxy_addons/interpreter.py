@@ -158,10 +158,10 @@ class Interpreter:
         self._refuse_head(request, "bad_request", f"request never arrived whole, {answer}: {why[:300]}", status)
 
     def refuse_crowded(self, request: IncomingRequest, in_flight: int) -> None:
-        """Witness a request closed unanswered at its head: the bodies still arriving on other connections already
+        """Witness a request refused unanswered at its head: the bodies still arriving on other connections already
         held the proxy's budget for bodies in flight (each request body is buffered whole before it is answered)."""
         detail = (
-            f"request closed unanswered at its head: {in_flight} bytes of request bodies were already arriving on "
+            f"request refused unanswered at its head: {in_flight} bytes of request bodies were already arriving on "
             f"other connections, and the proxy holds at most {MAX_BODIES_IN_FLIGHT} at once"
         )
         self._refuse_head(request, "bodies_in_flight", detail, None)

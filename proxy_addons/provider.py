@@ -159,7 +159,8 @@ class ScriptedProvider:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         """Bound the bodies mitmproxy buffers at once: a request whose body would take them past
-        MAX_BODIES_IN_FLIGHT is closed at its head, unanswered, and witnessed."""
+        MAX_BODIES_IN_FLIGHT is refused at its head, unanswered, and witnessed (mitmproxy stops reading it; it
+        does not close the connection at once)."""
         interpreter = self.interpreter
         if self._fatal is not None or interpreter is None:
             return
