@@ -37,6 +37,10 @@ _SYMBOL = {"pass": "✓", "fail": "✗", "not_applicable": "—"}
 MAX_SECONDS = 604_800
 
 
+# Of one failing check's first reason shown in the terminal: a reason may quote a whole tool output.
+NOTE_CHARS = 1000
+
+
 def finite_seconds(value: float) -> float:
     """A --timeout's callback: click's range lets NaN through (every comparison with it is false)."""
     if math.isnan(value):
@@ -245,5 +249,7 @@ def print_verdicts(res: SuiteResult | AuditResult) -> None:
                 notes.append(f"{where}: {c['id']}: {c['reasons'][0]}{more}")
     console.print(table)
     for note in notes:
-        console.print(f"  ✗ {clean(note)}", highlight=False, markup=False)  # harness text: escapes, never raw
+        # Harness text: escapes, never raw; one line each, however long the reason (the results hold all of it).
+        shown = clean(note) if len(note) <= NOTE_CHARS else f"{clean(note[:NOTE_CHARS])}… ({len(note):,} characters)"
+        console.print(f"  ✗ {shown}", highlight=False, markup=False)
     console.print("the check x scenario table: report.md and report.html in the results directory")

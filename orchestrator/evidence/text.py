@@ -10,15 +10,21 @@ __all__ = ["clean", "is_text"]
 # surrogateescape, a \ud800 escape): harness output is full of them, and a lone surrogate makes every UTF-8 writer
 # (a terminal, a report, a JSON file) raise. Bidirectional controls (U+061C, U+200E-F, U+202A-E, U+2066-9) too:
 # they reorder what is shown after them, so a reason could read backwards or a file name show a false extension.
+# And the characters that show as nothing (soft hyphen, zero-width space and joiners, word joiner and the invisible
+# operators, BOM, variation selectors, tag characters, fillers, interlinear annotation marks): `call_1\u200b` and
+# `call_1` would read as one id where a check says they differ.
 _UNPRINTABLE = re.compile(
-    "[^\t\n\r\x20-\x7e\xa0-\u061b\u061d-\u200d\u2010-\u2029\u202f-\u2065\u206a-\ud7ff"
-    "\ue000-\ufffd\U00010000-\U0010ffff]"
+    "[^\t\n\r\x20-\x7e\xa0-\xac\xae-\u034e\u0350-\u061b\u061d-\u115e\u1161-\u17b3\u17b6-\u180a"
+    "\u1810-\u200a\u2010-\u2029\u202f-\u205f\u2065\u206a-\u3163\u3165-\ud7ff\ue000-\ufdff\ufe10-\ufefe"
+    "\uff00-\uff9f\uffa1-\ufff8\ufffc-\ufffd\U00010000-\U000dffff\U000e0080-\U000e00ff\U000e01f0-\U0010ffff]"
 )
 
 
 def _escape(m: re.Match[str]) -> str:
     code = ord(m.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def clean(text: str) -> str:

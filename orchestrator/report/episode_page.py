@@ -18,7 +18,7 @@ from orchestrator.checks.catalogue import LIES
 from orchestrator.checks.evidence import Evidence
 from orchestrator.paths import EpisodePaths
 from orchestrator.report.episode_rows import UNRECORDED, UNWITNESSED, Mark, Row, ToolRow, timeline
-from orchestrator.report.html import esc, url_part
+from orchestrator.report.html import csp, esc, url_part
 from orchestrator.report.table import execution_text, listed, shorten
 
 log = structlog.get_logger(__name__)
@@ -27,6 +27,7 @@ __all__ = ["PAGE", "render_episode", "write_episode_page"]
 
 PAGE = "episode.html"
 HISTORY_CHARS = 6000  # of one request's history shown; the witness holds all of it
+VALUE_CHARS = 2000  # of one string value shown (an output, an id, an error)
 MAX_NATIVE_LINKS = 50
 # Native files linked from the page: types a browser shows as text or downloads (see _inert). Lower case.
 _INERT_SUFFIXES = frozenset(
@@ -42,6 +43,7 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
 h1 { font-size: 1.4rem; margin: 0 0 .4rem; } h1 code { font-size: 1.3rem; }
 h2 { font-size: 1.1rem; margin: 1.6rem 0 .5rem; }
 code, pre, .mono { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+code { unicode-bidi: bidi-override; direction: ltr; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3rem 0; max-height: 24rem; overflow: auto;
   background: #f6f7f9; padding: .4rem .6rem; border-radius: 4px; }
 .meta { color: var(--muted); } .meta a { margin-right: .8rem; }
@@ -90,7 +92,14 @@ def _kv(pairs: list[tuple[str, Any]]) -> str:
 def _val(value: Any) -> str:
     if value is None:
         return "<i>null</i>"
-    return f"<code>{esc(value) if isinstance(value, str) else _j(value)}</code>"
+    return f"<code>{esc(_cut(value)) if isinstance(value, str) else _j(value)}</code>"
+
+
+def _cut(text: str) -> str:
+    # A harness's output or id can be megabytes: the page shows its start, the evidence files hold all of it.
+    if len(text) <= VALUE_CHARS:
+        return text
+    return f"{text[:VALUE_CHARS]}… (the first {VALUE_CHARS:,} of {len(text):,} characters)"
 
 
 def _history(request: Any) -> str:
@@ -115,7 +124,7 @@ def _wire(a: dict[str, Any]) -> str:
         ("kind", esc(str(a.get("kind")))),
         (
             "protocol",
-            f"{esc(str(a.get('protocol')))} {esc(str(a.get('method')))} <code>{esc(str(a.get('path')))}</code>"
+            f"{esc(str(a.get('protocol')))} {esc(str(a.get('method')))} <code>{esc(_cut(str(a.get('path'))))}</code>"
             + (" (stream)" if a.get("stream") else ""),
         ),
         ("fault", esc(str(a.get("fault") or "none"))),
@@ -296,7 +305,7 @@ def render_episode(ev: Evidence, result: dict[str, Any], root: Path | None = Non
         links = " ".join(x for x in (_link(root, n) for n in names) if x) + _native_links(root)
     normalize = result.get("normalize") or {}
     parts = [
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">{csp(_JS)}',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(name)}: episode</title><style>{_CSS}</style></head><body>",
         '<p class="meta"><a href="../../report.html">← run report</a></p>',

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -27,7 +29,7 @@ from orchestrator.report.table import (
     views,
 )
 
-__all__ = ["episode_href", "esc", "html_chunks", "render_html"]
+__all__ = ["csp", "episode_href", "esc", "html_chunks", "render_html"]
 
 _CLASS = {"pass": "pass", "fail": "fail", "not_applicable": "na", None: "none"}
 _STATUS_TEXT = {"pass": "pass", "fail": "fail", "not_applicable": "not applicable", None: "not run"}
@@ -43,6 +45,7 @@ h1 { font-size: 1.5rem; margin: 0 0 .5rem; }
 h2 { font-size: 1.2rem; margin: 2.2rem 0 .6rem; }
 h2 code { font-size: 1.1rem; }
 code, .mono { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+code { unicode-bidi: bidi-override; direction: ltr; }
 .meta { color: var(--muted); margin: 0 0 .8rem; }
 .meta b { color: var(--fg); }
 .badge { display: inline-block; padding: .05rem .55rem; border-radius: 999px; font-weight: 600;
@@ -123,6 +126,17 @@ def esc(text: str) -> str:
     return html.escape(clean(text), quote=True)
 
 
+def csp(script: str) -> str:
+    """A page's policy: its one inline script (by hash) and inline styles run; nothing is loaded, framed or submitted.
+    Every harness text is escaped already; this holds if an escape were ever missed (pages open from file://)."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    policy = (
+        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; base-uri 'none'; "
+        "form-action 'none'"
+    )
+    return f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+
+
 def _badge(verdict: str) -> str:
     return f'<span class="badge {esc(verdict)}">{esc(verdict)}</span>'
 
@@ -135,7 +149,8 @@ def _cell(row: Row, cell: Cell, _i: int = 0, harness: str = "") -> str:
         else ""
     )
     shown, more = listed(cell.reasons)
-    reasons = "".join(f"<li>{esc(r)}</li>" for r in [*shown, *([more] if more else [])])
+    # A reason may quote a whole tool output (megabytes): the popover shows its start, scenario_result.json all of it.
+    reasons = "".join(f"<li>{esc(shorten(r, 1000))}</li>" for r in [*shown, *([more] if more else [])])
     pop = (
         f'<div class="pop"><dl>'
         f"<dt>check</dt><dd><code>{esc(row.id)}</code> ({esc(row.kind)}, {esc(row.tier)})</dd>"
@@ -238,7 +253,7 @@ def html_chunks(summary: dict[str, Any], tables: Iterable[HarnessView]) -> Itera
     """report.html in pieces: `summary` for the run's header fields, `tables` for its harnesses."""
     yield (
         "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
+        f'<html lang="en"><head><meta charset="utf-8">{csp(_JS)}'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>harness-probe report {esc(summary['run_id'])}</title>"
         f"<style>{_CSS}</style></head>\n<body>\n"

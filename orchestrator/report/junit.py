@@ -61,7 +61,9 @@ def _check_case(suite: ET.Element, counts: dict[str, int], classname: str, check
             {"message": _text(shorten(reasons[0], 500)), "type": f"{check['tier']} {check['kind']}"},
         )
         shown, more = listed(reasons)
-        fail.text = _text("\n".join([*shown, *([more] if more else []), f"location: {check['location']}"]))
+        # Each reason shortened as report.html's are (one may quote a tool output of megabytes); the result has all.
+        lines = [*(shorten(r, 1000) for r in shown), *([more] if more else []), f"location: {check['location']}"]
+        fail.text = _text("\n".join(lines))
 
 
 def _tag(name: str, attrs: dict[str, str]) -> str:

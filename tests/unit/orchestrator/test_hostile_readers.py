@@ -53,8 +53,20 @@ def test_clean_escapes_every_bidirectional_control_and_keeps_right_to_left_text(
     controls = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
     assert clean(controls) == "".join(f"\\u{ord(c):04x}" for c in controls)
     # Their neighbours are text, and so is a right-to-left script.
-    kept = "\u061b\u061d\u200d\u2010\u2029\u202f\u2065\u206a שלום مرحبا"
+    kept = "\u061b\u061d\u2010\u2029\u202f\u2065\u206a שלום مرحبا 😀 \U0001f600"
     assert clean(kept) == kept
+
+
+def test_clean_escapes_what_shows_as_nothing() -> None:
+    # `call_1\u200b` and `call_1` read as one id on a page where a check says they differ.
+    invisible = (
+        "\xad\u034f\u115f\u1160\u17b4\u17b5\u180b\u180e\u180f\u200b\u200c\u200d\u2060\u2064\u3164\ufe00\ufe0f"
+        "\ufeff\uffa0\ufff9\ufffb"
+    )
+    assert clean(invisible) == "\\xad" + "".join(f"\\u{ord(c):04x}" for c in invisible[1:])
+    # Past the Basic Multilingual Plane an escape takes eight digits: `\ue0001` would read as U+E000 and a "1".
+    assert clean("\U000e0001\U000e007f\U000e0100\U000e01ef") == "\\U000e0001\\U000e007f\\U000e0100\\U000e01ef"
+    assert clean("call_1\u200b") != clean("call_1")
 
 
 def test_check_reasons_quoting_harness_text_are_cleaned_where_they_are_made() -> None:
@@ -87,6 +99,18 @@ def test_every_report_and_the_run_table_take_lone_surrogates(tmp_path: Path, mon
     sys.stdout.flush()
     printed = out.getvalue().decode("utf-8")
     assert "normalize: cannot read log-\\udcff\\udcfe.txt\\ud800" in printed
+
+
+def test_the_run_table_shows_the_start_of_a_reason_quoting_a_megabyte_output(monkeypatch: Any) -> None:
+    huge = "x" * 3_000_000
+    results = [
+        result("reference", "tool_success", "fail", checks(tools__witness_output=("fail", [f"output {huge!r}"])))
+    ]
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    print_verdicts(SimpleNamespace(results=results))  # type: ignore[arg-type]
+    printed = out.getvalue()
+    assert len(printed) < 20_000 and "… (3,000,0" in printed  # the note's length, with its where and check id
 
 
 def test_an_audited_folder_named_in_bytes_that_are_not_utf8_is_skipped_by_name(

@@ -79,3 +79,18 @@ def test_a_page_that_is_a_link_is_not_written_through(mine: Path, tmp_path: Path
 def test_a_matrix_page_that_is_a_folder_is_named(mine: Path) -> None:
     (mine / "README.md").mkdir()
     assert "README.md cannot be written: it is a directory" in _results(mine, "matrix")
+
+
+@pytest.mark.parametrize(
+    "version", ["1.0` [notes](https://evil.example/x) ![](https://evil.example/p.png) @all", "1|2"]
+)
+def test_a_version_the_image_answered_is_inert_code_on_the_published_page(mine: Path, version: str) -> None:
+    runtime = mine / "runs" / "reference" / "reference" / "runtime.json"
+    record = json.loads(runtime.read_text())
+    record["harness"]["version"] = version
+    runtime.write_text(json.dumps(record))
+    res = CliRunner().invoke(app, ["results", "render", "reference", "--docs", str(mine)])
+    assert res.exit_code == 0, res.output
+    [line] = [ln for ln in (mine / "reference.md").read_text().splitlines() if ln.startswith("- harness version:")]
+    # No way out of the code span: no live link, image, mention or table cell.
+    assert "](" not in line.replace("\\]\\(", "") and "@all" not in line and "|" not in line.replace("\\|", "")
