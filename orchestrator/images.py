@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import subprocess
 import tarfile
 import time
@@ -78,12 +79,18 @@ class ImageVariant:
     on_pinned: bool = False  # built FROM the pinned image (a source installed over the pinned release)
 
 
+_IMAGE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
 def image_names() -> list[str]:
     return sorted(p.name for p in IMAGES_DIR.iterdir() if (p / "Dockerfile").is_file())
 
 
 def image_folder(name: str) -> Path:
     """images/NAME of harness-probe, else the folder a harness plugin ships for an image of that name."""
+    if not _IMAGE_NAME.fullmatch(name):
+        # `../../elsewhere` would be any folder of the host holding a Dockerfile, built as one of ours.
+        raise BuildError(f"{name!r} is not an image name (lower-case letters, digits, '.', '_' and '-')")
     builtin = IMAGES_DIR / name
     if (builtin / "Dockerfile").is_file():
         return builtin

@@ -114,17 +114,39 @@ def _within_budget(text: bytes, path: Path) -> None:
     as events, which hold no tree: nothing is built before the budget holds."""
     if len(text) > MAX_SCENARIO_BYTES:
         raise FormatError(str(path), [Fault("$", f"{len(text)} bytes, more than {MAX_SCENARIO_BYTES}")])
-    depth = 0
+    # One frame per open collection: a mapping's keys so far and whether its next node is a key (None: a list).
+    frames: list[tuple[set[tuple[str, str]], list[bool]] | None] = []
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             mark = event.start_mark
             raise FormatError(str(path), [Fault("$", f"line {mark.line + 1}: YAML anchors and aliases are refused")])
+        if isinstance(event, yaml.NodeEvent) and frames and frames[-1] is not None:
+            keys, key_next = frames[-1]
+            if key_next[0] and isinstance(event, yaml.ScalarEvent):
+                _new_key(keys, event, path)
+            key_next[0] = not key_next[0]
         if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_SCENARIO_DEPTH:
+            frames.append((set(), [True]) if isinstance(event, yaml.MappingStartEvent) else None)
+            if len(frames) > MAX_SCENARIO_DEPTH:
                 raise FormatError(str(path), [Fault("$", f"nested more than {MAX_SCENARIO_DEPTH} levels deep")])
         elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+            frames.pop()
+
+
+_KEYS = yaml.resolver.Resolver()
+
+
+def _new_key(keys: set[tuple[str, str]], event: yaml.ScalarEvent, path: Path) -> None:
+    """A mapping's key seen again is refused: YAML would keep its last value, so a second `faults: []` further down
+    would silently take every fault away. Keys are compared as loaded (`faults` and `"faults"` are one key)."""
+    assert event.value is not None
+    # The tag the loader will give it: a plain `1` is an int, a quoted "1" a string.
+    key = (event.tag or _KEYS.resolve(yaml.ScalarNode, event.value, event.implicit), event.value)  # type: ignore[no-untyped-call]
+    if key in keys:
+        mark = event.start_mark
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise FormatError(str(path), [Fault("$", f"{where}duplicate key {event.value!r} (YAML would keep the last)")])
+    keys.add(key)
 
 
 def _looks_like_a_path(ref: str) -> bool:
@@ -171,7 +193,9 @@ def load_scenario(ref: str | Path) -> Scenario:
     try:
         _within_budget(text, path)
         raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+    except FormatError:
+        raise
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: an integer past Python's 4,300 digits
         raise FormatError(str(path), [Fault("$", f"not YAML: {exc}")]) from None
     try:
         # The strict JSON reader's rules, as for every other input: no NaN or infinity, no integer past 40 digits

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -20,6 +21,25 @@ from orchestrator.runtime.select import RUNTIMES
 app = typer.Typer(no_args_is_help=True, help="CI helpers: select affected harnesses, publish the P0 check.")
 
 EXIT_ERROR = 2
+
+
+# A change list names a repository's paths, a line each: far under this even for a repository's every file.
+MAX_CHANGE_LIST = 16 << 20
+
+
+def _change_list(path: Path) -> bytes:
+    """A --changed-file's bytes: a regular file (a FIFO would be waited on for ever, /dev/zero read until the
+    memory ends), at most MAX_CHANGE_LIST."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise _fail(f"--changed-file {path}: not a regular file (a FIFO, device or socket)")
+        with path.open("rb") as f:
+            text = f.read(MAX_CHANGE_LIST + 1)
+    except OSError as exc:
+        raise _fail(f"--changed-file {path}: cannot be read ({exc.strerror or exc})") from None
+    if len(text) > MAX_CHANGE_LIST:
+        raise _fail(f"--changed-file {path}: more than {MAX_CHANGE_LIST} bytes; not a change list")
+    return text
 
 
 def _fail(message: str) -> typer.Exit:
@@ -89,12 +109,15 @@ def select_command(
     else:
         try:
             for listing in changed_file or []:
-                paths += read_change_list(listing.read_bytes(), str(listing))
+                paths += read_change_list(_change_list(listing), str(listing))
             if not changed_file:
                 if sys.stdin.isatty():  # a user at a terminal would wait on nothing said
                     raise _fail("nothing to select from: give --base REF, --changed-file FILE or --all, or pipe the "
                                 "changed paths on stdin")  # fmt: skip
-                paths = read_change_list(sys.stdin.buffer.read(), "stdin")
+                text = sys.stdin.buffer.read(MAX_CHANGE_LIST + 1)
+                if len(text) > MAX_CHANGE_LIST:
+                    raise _fail(f"stdin: more than {MAX_CHANGE_LIST} bytes of changed paths; not a change list")
+                paths = read_change_list(text, "stdin")
         except GitError as exc:
             raise _fail(str(exc)) from None
     sel = select(paths, _probed(), images=_harness_images(), parents=image_parents(repo))

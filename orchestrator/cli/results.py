@@ -152,6 +152,11 @@ def publish(
     # Everything is checked before the saved results are replaced: a wrong run directory loses nothing.
     docs = _docs(docs_dir)
     _plain(harness)
+    inside, run_at = docs.resolve(), run_dir.resolve()
+    if inside == run_at or run_at in inside.parents:
+        # Its pages and saved copy would be written into the run being published (audit, export, merge refuse too).
+        typer.echo(f"harness-probe: --docs {docs} is inside the run {run_dir}: choose a folder outside it", err=True)
+        raise typer.Exit(2)
     try:
         summary = load_json(run_dir / "summary.json", "probe-summary/v1")
     except FormatError as exc:
@@ -162,8 +167,11 @@ def publish(
         raise typer.Exit(2)
     probed = [h["name"] for h in summary["harnesses"]]
     runtimes = sorted(run_dir.glob(f"{glob.escape(harness)}/*/runtime.json"))
-    if harness not in probed or not runtimes:
+    if harness not in probed:
         typer.echo(f"harness-probe: the run has no episode of {harness!r} (it probed: {', '.join(probed)})", err=True)
+        raise typer.Exit(2)
+    if not runtimes:
+        typer.echo(f"harness-probe: {run_dir} holds no {harness}/*/runtime.json: no episode of it was saved", err=True)
         raise typer.Exit(2)
     # Every file is read before anything is removed, each a regular file reached without a link (no host file
     # lands in the repository through a planted link): a refusal leaves the saved results as they were.

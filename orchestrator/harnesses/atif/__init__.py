@@ -76,6 +76,12 @@ class AtifHarness(Harness):
         unknown = sorted(set(_placeholders(self.options["command"])) - set(PLACEHOLDERS))
         if unknown:
             raise BadOption(f"harness 'atif': command has unknown placeholder(s) {unknown} (known: {PLACEHOLDERS})")
+        try:
+            # Filled once now as launch() fills it: `{task:d}`, `{task!z}` or a nested `{task:{home}}` fail only
+            # when filled, which was after the images were built, as every episode's error.
+            self.options["command"].format_map(dict.fromkeys(PLACEHOLDERS, "''"))
+        except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
+            raise BadOption(f"harness 'atif': command is not a valid template: {exc}") from None
         extra = [p.strip() for p in self.options.get("writable", "").split(",") if p.strip()]
         for p in extra:
             if not PurePosixPath(p).is_absolute() or ".." in PurePosixPath(p).parts or p == "/":

@@ -132,3 +132,21 @@ def test_a_newest_run_without_a_pinned_run_saved_is_refused(docs: Path, tmp_path
 def test_an_unknown_slot_is_named_by_the_option_parser(docs: Path, tmp_path: Path) -> None:
     res = _publish(_run(tmp_path / "pinned"), "--as", "latest")
     assert res.exit_code == 2 and "'latest' is not one of" in res.output, res.output
+
+
+def test_docs_inside_the_run_being_published_is_refused(docs: Path, tmp_path: Path) -> None:
+    run = _run(tmp_path / "pinned")
+    before = _tree(run)
+    for inside in (run, run / "pages"):
+        res = _publish(run, "--docs", str(inside))
+        assert res.exit_code == 2 and "is inside the run" in res.output, res.output
+    assert _tree(run) == before  # nothing written into the run
+    assert _publish(run).exit_code == 0  # the same run into a folder of its own: published
+
+
+def test_a_run_with_no_saved_episode_of_the_harness_says_so(docs: Path, tmp_path: Path) -> None:
+    run = _run(tmp_path / "pinned")
+    for episode in ("tool_success", "tool_failure"):
+        (run / "hermes" / episode / "runtime.json").unlink()
+    res = _publish(run)
+    assert res.exit_code == 2 and "holds no hermes/*/runtime.json" in res.output, res.output

@@ -34,6 +34,10 @@ def test_registered_and_listed_without_options() -> None:
         ({**GOOD, "trajectory": "/home/probe/../../etc/t.json"}, "not an absolute path below"),
         ({**GOOD, "delivery": "carrier-pigeon"}, "delivery='carrier-pigeon' is not one of"),
         ({**GOOD, "colour": "red"}, "no option(s) ['colour']"),
+        # These fail only when filled: that was at launch, after the images were built, every episode an error.
+        ({**GOOD, "command": "x {task:d}"}, "not a valid template: Unknown format code 'd'"),
+        ({**GOOD, "command": "x {task!z}"}, "not a valid template: Unknown conversion specifier z"),
+        ({**GOOD, "command": "x {task:{home}}"}, "not a valid template: Invalid format specifier"),
     ],
 )
 def test_bad_options_are_named(options: dict[str, str], named: str) -> None:
@@ -96,3 +100,13 @@ def test_writable_paths_join_the_defaults_and_may_hold_the_trajectory() -> None:
     for bad in ("relative", "/", "/a/../etc"):
         with pytest.raises(ValueError, match="writable path"):
             AtifHarness({**GOOD, "writable": bad})
+
+
+def test_an_image_option_that_walks_out_of_images_is_no_folder_of_ours() -> None:
+    from orchestrator.images import BuildError, image_folder
+
+    assert AtifHarness({**GOOD, "image": "reference"}).prebuilt_image() is None  # images/reference: built
+    harness = AtifHarness({**GOOD, "image": "../images/reference"})  # a folder with a Dockerfile, reached by ..
+    assert harness.prebuilt_image() == "../images/reference"  # the engine's to find (or name as missing)
+    with pytest.raises(BuildError, match="is not an image name"):
+        image_folder("../reference")

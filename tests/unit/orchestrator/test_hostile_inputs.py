@@ -3,6 +3,7 @@ option, a change list that is not UTF-8 a named error."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,15 @@ def test_the_shipped_scenario_still_loads(tmp_path: Path) -> None:
         (BASE.replace("usage: true", "usage: .nan"), "not a scenario's data"),
         (BASE.replace("tool_calls: [{exit_code: 0}]", "tool_calls: [{exit_code: " + "9" * 60 + "}]", 1), "60 digits"),
         (BASE + "#" * (1 << 20), "more than 1048576"),
+        # Past Python's 4,300 digits PyYAML raises ValueError (it was an internal error, exit 2 and a crash file).
+        (BASE + "extra: " + "9" * 5000 + "\n", "not YAML: Exceeds the limit"),
+        # YAML keeps the last of two keys: a second `faults: []` would silently take every fault away.
+        (BASE + "faults: []\n", "line 14: duplicate key 'faults'"),
+        (BASE + '"name": other\n', "duplicate key 'name'"),
+        (
+            BASE.replace("faults: []", "faults: [{attempt: 0, kind: http_error, status: 500, attempt: 1}]"),
+            "key 'attempt'",
+        ),
     ],
 )
 def test_what_a_scenario_file_may_not_hold_is_refused_at_load(tmp_path: Path, text: str, named: str) -> None:
@@ -104,3 +114,21 @@ def test_a_change_list_that_is_not_utf8_is_a_named_error(tmp_path: Path) -> None
     assert res.returncode == 2 and "line 2 is not UTF-8" in res.stderr and "internal error" not in res.stderr
     res = subprocess.run([HP, "ci", "select"], input=b"\xff\n", capture_output=True)
     assert res.returncode == 2 and b"stdin: line 1 is not UTF-8" in res.stderr
+
+
+def test_a_change_list_that_never_ends_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "changed.fifo"
+    os.mkfifo(fifo)
+    for listing in (fifo, Path("/dev/zero")):
+        # A FIFO with no writer was waited on for ever; /dev/zero read until the kernel killed the process.
+        res = subprocess.run(
+            [HP, "ci", "select", "--changed-file", str(listing)], capture_output=True, text=True, timeout=60
+        )
+        assert res.returncode == 2 and "not a regular file" in res.stderr, res.stderr
+    res = subprocess.run([HP, "ci", "select"], input=b"docs/a.md\n" * (2 << 20), capture_output=True, timeout=60)
+    assert res.returncode == 2 and b"stdin: more than 16777216 bytes" in res.stderr, res.stderr
+    listed = tmp_path / "changed.txt"
+    listed.write_bytes(b"docs/a.md\n")
+    (tmp_path / "link.txt").symlink_to(listed)  # a link to a list is a list: only what never ends is refused
+    res = subprocess.run([HP, "ci", "select", "--changed-file", str(tmp_path / "link.txt")], capture_output=True)
+    assert res.returncode == 0, res.stderr
