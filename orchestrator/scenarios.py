@@ -89,6 +89,10 @@ def _semantic_faults(data: dict[str, Any], path: Path) -> list[Fault]:
     found = []
     if data["name"] != path.stem:
         found.append(Fault("$.name", f"{data['name']!r} must equal the file name {path.stem!r}"))
+    if "\x00" in str(data["task"]):
+        # The task reaches the harness's command line, which cannot carry a NUL: the harness would fail to start
+        # ("exec: invalid argument") and the episode be judged as its failure.
+        found.append(Fault("$.task", "holds a NUL character, which no command line can carry"))
     for i, step in enumerate(data["script"][:-1]):
         if "final_answer" in step:
             found.append(Fault(f"$.script[{i}]", "a final_answer step must be the last step"))

@@ -83,6 +83,8 @@ def parse_harness_args(pairs: list[str]) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--harness-arg")
+        if "\x00" in pair:  # it reaches a command line or an image name, neither of which can carry one
+            raise typer.BadParameter(f"{key or pair!r} holds a NUL character", param_hint="--harness-arg")
         if key in out:  # the last would win silently: which of two trajectories was meant?
             raise typer.BadParameter(f"{key} is given twice", param_hint="--harness-arg")
         out[key] = value

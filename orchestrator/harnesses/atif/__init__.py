@@ -58,6 +58,9 @@ def _placeholders(template: str) -> list[str]:
         raise BadOption(f"harness 'atif': option command is not a valid template: {exc}") from None
 
 
+_KERNELS_AND_OURS = frozenset({"proc", "sys", "dev", "probe"})
+
+
 class AtifHarness(Harness):
     name = "atif"
     image = "base"  # replaced per instance by the `image` option
@@ -86,6 +89,10 @@ class AtifHarness(Harness):
         for p in extra:
             if not PurePosixPath(p).is_absolute() or ".." in PurePosixPath(p).parts or p == "/":
                 raise BadOption(f"harness 'atif': writable path {p!r} is not an absolute path below /")
+            if PurePosixPath(p).parts[1] in _KERNELS_AND_OURS:
+                # A fresh tmpfs over /proc, /sys or /dev fails the container's start (an engine error, not the
+                # harness's); over /probe it would hide the markers folder the pod mounts there.
+                raise BadOption(f"harness 'atif': writable path {p!r} is below /{PurePosixPath(p).parts[1]}")
         self.writable_paths = {**Harness.writable_paths, **dict.fromkeys(extra, "256m")}  # type: ignore[misc]
         path = PurePosixPath(self.options["trajectory"])
         writable = [PurePosixPath(w) for w in self.writable_paths]

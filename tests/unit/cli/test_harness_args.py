@@ -23,6 +23,7 @@ def test_pairs_are_read_whole() -> None:
         (["trajectory=/tmp/x", "trajectory=/tmp/y"], "trajectory is given twice"),
         (["image"], "'image' is not KEY=VALUE"),
         (["=x"], "'=x' is not KEY=VALUE"),
+        (["command=run\x00 it"], "'command' holds a NUL character"),
     ],
 )
 def test_a_bad_pair_is_named(pairs: list[str], named: str) -> None:

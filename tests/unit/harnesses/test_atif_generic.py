@@ -35,6 +35,9 @@ def test_registered_and_listed_without_options() -> None:
         ({**GOOD, "delivery": "carrier-pigeon"}, "delivery='carrier-pigeon' is not one of"),
         ({**GOOD, "colour": "red"}, "no option(s) ['colour']"),
         # These fail only when filled: that was at launch, after the images were built, every episode an error.
+        ({**GOOD, "writable": "/opt/x,/proc/self"}, "writable path '/proc/self' is below /proc"),
+        ({**GOOD, "writable": "/dev"}, "is below /dev"),
+        ({**GOOD, "writable": "/probe/markers"}, "is below /probe"),
         ({**GOOD, "command": "x {task:d}"}, "not a valid template: Unknown format code 'd'"),
         ({**GOOD, "command": "x {task!z}"}, "not a valid template: Unknown conversion specifier z"),
         ({**GOOD, "command": "x {task:{home}}"}, "not a valid template: Invalid format specifier"),

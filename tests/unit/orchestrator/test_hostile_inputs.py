@@ -46,6 +46,8 @@ def test_the_shipped_scenario_still_loads(tmp_path: Path) -> None:
         # YAML keeps the last of two keys: a second `faults: []` would silently take every fault away.
         (BASE + "faults: []\n", "line 14: duplicate key 'faults'"),
         (BASE + '"name": other\n', "duplicate key 'name'"),
+        # A NUL in the task failed the harness's exec ("invalid argument"): judged as the harness's failure.
+        (BASE.replace("task: ", 'task: "nul \\0 here" #', 1), "holds a NUL character"),
         (
             BASE.replace("faults: []", "faults: [{attempt: 0, kind: http_error, status: 500, attempt: 1}]"),
             "key 'attempt'",
