@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from orchestrator.variants.source import (
     npm_tarball,
     python_files,
     source_sha256,
+    source_stat,
 )
 
 __all__ = ["VariantError", "source_variant", "version_variant"]
@@ -84,9 +86,11 @@ def _layer(install: str) -> bytes:
 
 def source_variant(image: str, harness: str, source: Path) -> tuple[ImageVariant, dict[str, Any]]:
     """The harness installed from a local source the way its adapter installs it; SourceError names a bad one."""
-    source = source.expanduser()
-    if not source.exists():
-        raise SourceError(f"--harness-source: {source} does not exist")
+    try:
+        source = source.expanduser()
+    except RuntimeError as exc:  # `~name` of no such user
+        raise SourceError(f"--harness-source: {source}: {exc}") from None
+    source_stat(source, "--harness-source:")
     if image in FOLDER_IMAGES:
         files = image_folder_files(source, image)
         variant = ImageVariant(f"source-{source_sha256(source)[:12]}", files, whole=True)
@@ -111,7 +115,8 @@ def source_variant(image: str, harness: str, source: Path) -> tuple[ImageVariant
         target, files = python_files(source, pkg)
         install = (
             f"{pkg.prefix}/bin/pip uninstall --yes --disable-pip-version-check {pkg.name} && "
-            f"PIP_CERT={_CA} {pkg.prefix}/bin/pip install --no-cache-dir --disable-pip-version-check /opt/{target}"
+            f"PIP_CERT={_CA} {pkg.prefix}/bin/pip install --no-cache-dir --disable-pip-version-check "
+            + shlex.quote(f"/opt/{target}")
         )
         kind = "python-folder" if source.is_dir() else "wheel"
     files["Dockerfile"] = _layer(install)
