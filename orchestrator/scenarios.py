@@ -15,6 +15,7 @@ import yaml
 
 from orchestrator.evidence import Fault, FormatError, validate
 from orchestrator.evidence.jsonread import loads
+from orchestrator.evidence.numbers import integral_as_int
 from orchestrator.resources import scenarios_dir
 
 SCENARIOS_DIR = scenarios_dir()
@@ -89,10 +90,11 @@ def _semantic_faults(data: dict[str, Any], path: Path) -> list[Fault]:
     found = []
     if data["name"] != path.stem:
         found.append(Fault("$.name", f"{data['name']!r} must equal the file name {path.stem!r}"))
-    if "\x00" in str(data["task"]):
-        # The task reaches the harness's command line, which cannot carry a NUL: the harness would fail to start
-        # ("exec: invalid argument") and the episode be judged as its failure.
-        found.append(Fault("$.task", "holds a NUL character, which no command line can carry"))
+    for key in ("task", "model"):
+        if "\x00" in str(data[key]):
+            # Both reach the harness's command line, which cannot carry a NUL: the harness would fail to start
+            # ("exec: invalid argument") and the episode be judged as its failure.
+            found.append(Fault(f"$.{key}", "holds a NUL character, which no command line can carry"))
     for i, step in enumerate(data["script"][:-1]):
         if "final_answer" in step:
             found.append(Fault(f"$.script[{i}]", "a final_answer step must be the last step"))
@@ -208,7 +210,13 @@ def load_scenario(ref: str | Path) -> Scenario:
     except (ValueError, TypeError) as exc:  # JsonFault, NaN/Infinity, a value JSON has no form for (a date)
         raise FormatError(str(path), [Fault("$", f"not a scenario's data: {exc}")]) from None
     validate(raw, "probe-scenario/v1", str(path))
-    data = _fill_defaults(raw)
+    if "harness_profile" in raw:
+        # The adapter's to give: one from the file would be played to an honest harness that does not take it,
+        # and every check it changes would fail against that harness.
+        raise FormatError(str(path), [Fault("$.harness_profile", "is written by harness-probe from the harness's "
+                                            "adapter, never by a scenario file")])  # fmt: skip
+    # `exit_code: 1.0` is the integer 1 to the schema; the proxy, reading JSON, takes only integers as such.
+    data = _fill_defaults(integral_as_int(raw, "probe-scenario/v1"))
     semantic = _semantic_faults(data, path)
     if semantic:
         raise FormatError(str(path), semantic)

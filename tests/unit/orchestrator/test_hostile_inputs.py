@@ -3,12 +3,15 @@ option, a change list that is not UTF-8 a named error."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from orchestrator.ci.select import GitError, changed_paths, normalise, read_change_list, select
 from orchestrator.evidence import FormatError
@@ -48,6 +51,16 @@ def test_the_shipped_scenario_still_loads(tmp_path: Path) -> None:
         (BASE + '"name": other\n', "duplicate key 'name'"),
         # A NUL in the task failed the harness's exec ("invalid argument"): judged as the harness's failure.
         (BASE.replace("task: ", 'task: "nul \\0 here" #', 1), "holds a NUL character"),
+        (BASE.replace("model: probe-model", 'model: "a\\0b"'), r"\$.model: holds a NUL character"),
+        # Each of these passed the host and then stopped the proxy at its start (an unnamed set-up error), or was
+        # played to an honest harness that does not take it (a harness_profile), or crashed every reply (1e308 s).
+        (BASE.replace("model: probe-model", 'model: ""'), r"\$.model: '' should be non-empty"),
+        (BASE + "harness_profile: {delivery: keystrokes}\n", r"\$.harness_profile: is written by harness-probe"),
+        (
+            BASE.replace("faults: []", "faults: [{attempt: 0, kind: quota, requests: 1, window_seconds: 1.0e+308}]"),
+            "greater than the maximum of 604800",
+        ),
+        (BASE.replace("[{exit_code: 0}]", "[" + ", ".join(["{}"] * 1001) + "]", 1), "is too long"),
         (
             BASE.replace("faults: []", "faults: [{attempt: 0, kind: http_error, status: 500, attempt: 1}]"),
             "key 'attempt'",
@@ -134,3 +147,29 @@ def test_a_change_list_that_never_ends_is_refused_not_waited_on(tmp_path: Path) 
     (tmp_path / "link.txt").symlink_to(listed)  # a link to a list is a list: only what never ends is refused
     res = subprocess.run([HP, "ci", "select", "--changed-file", str(tmp_path / "link.txt")], capture_output=True)
     assert res.returncode == 0, res.stderr
+
+
+def test_what_the_host_accepts_the_proxy_plays() -> None:
+    """The proxy reads the scenario again, as JSON, by rules of its own: a file the host let through and the proxy
+    refused stopped the pod at its start, with nothing naming the file."""
+    from proxy_addons.scenario import parse_scenario
+
+    edges = [
+        BASE.replace("[{exit_code: 0}]", "[{exit_code: 1.0}]", 1),  # 1.0 is the integer 1 to the schema
+        BASE.replace("faults: []", "faults: [{attempt: 1.0, kind: http_error, status: 500.0}]"),
+        BASE.replace("faults: []", "faults: [{attempt: 0, kind: cut, after_events: 2.0}]"),
+        BASE + "context_window: 2048.0\n",
+    ]
+    shipped = [p.read_text() for p in sorted(scenarios_dir().glob("*.yaml"))]
+    for i, text in enumerate([*edges, *shipped]):
+        folder = Path(tempfile.mkdtemp())
+        name = yaml.safe_load(text)["name"]
+        scenario = load_scenario(_scenario_named(folder, name, text))
+        parse_scenario(json.loads(scenario.provider_json()))  # raises ScenarioError where the proxy would refuse
+        assert i >= len(edges) or "1.0" not in scenario.provider_json().decode()
+
+
+def _scenario_named(folder: Path, name: str, text: str) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(text)
+    return path
