@@ -3,10 +3,9 @@ holds a trajectory to, so a core field a Harbor reader sees cannot quietly disag
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from orchestrator.evidence.jsonread import strings
+from orchestrator.evidence.jsonread import JsonFault, loads, strings
 
 __all__ = [
     "ANSWER_PLACES",
@@ -75,8 +74,10 @@ def as_object(arguments: Any) -> dict[str, Any]:
         return arguments
     if isinstance(arguments, str):
         try:
-            parsed = json.loads(arguments)
-        except (ValueError, RecursionError):  # text nested past the parser's depth is no object either, not a crash
+            # The strict reader, as the trajectory is read back with: json.loads would take NaN, 1e400 or a 60-digit
+            # integer into the core arguments, and the export then write a file its own reader refuses.
+            parsed = loads(arguments)
+        except JsonFault:  # not strict JSON (or nested past its depth): no object, as any other text
             return {}
         return parsed if isinstance(parsed, dict) else {}
     return {}

@@ -15,8 +15,9 @@ from typing import Any
 from orchestrator.atif.agree import core_faults
 from orchestrator.atif.read import atif_to_rollout
 from orchestrator.atif.validate import EXTENSION_FORMAT, load_atif, validate_atif, validate_extension
-from orchestrator.atif.write import EXTENSION, rollout_to_atif
-from orchestrator.evidence import FormatError, load_json
+from orchestrator.atif.write import EXTENSION, TooLarge, rollout_to_atif
+from orchestrator.evidence import Fault, FormatError, load_json
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, loads
 from orchestrator.output import make_output
 from orchestrator.records import Rollout
 from orchestrator.runtime.collect import MAX_TREE_DEPTH, Collection, CollectLimits
@@ -85,8 +86,14 @@ def read_atif_rollout(episode: Path, harness_name: str) -> tuple[Rollout | None,
         doc = load_atif(path)
     except FormatError as exc:
         return None, f"not an ATIF trajectory: {exc}"
+    return _as_rollout(doc, path.name, harness_name)
+
+
+def _as_rollout(doc: dict[str, Any], name: str, harness_name: str) -> tuple[Rollout | None, str | None]:
+    """read_atif_rollout past the file: an export holds what it writes to this too, so it never writes what its
+    own reader refuses."""
     try:
-        validate_extension(doc, path.name)
+        validate_extension(doc, name)
     except FormatError as exc:
         # Valid ATIF (`extra` is free-form there) whose extension is not ours as we write it: whoever wrote the
         # trajectory is answerable for it, as for a bad rollout.
@@ -116,7 +123,8 @@ def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: st
     """Write OUTPUT/<harness>/<scenario>/trajectory.json per episode with a rollout, plus its witness evidence.
 
     A saved run may hold anything: a rollout that is not a valid probe-rollout/v1 is skipped with its first fault,
-    and the evidence is copied as the audit copies it (regular files and folders only, never through a link, under
+    as is one with two records of one id, or whose trajectory its own reader (read_atif_rollout) would refuse; and
+    the evidence is copied as the audit copies it (regular files and folders only, never through a link, under
     the collection's caps), what was not copied named among the skipped.
     """
     res = ExportResult()
@@ -134,16 +142,12 @@ def export_atif(episodes: list[tuple[str, str, Path]], output: Path, version: st
 def _export(episodes: list[tuple[str, str, Path]], output: Path, version: str, res: ExportResult) -> None:
     for harness, scenario, ep in episodes:
         rollout, why = _valid_rollout(ep / "rollout.json")
-        if rollout is None:
+        why = why or _duplicate_id(rollout)
+        if rollout is None or why:
             res.skipped.append(f"{harness}/{scenario}: {why}")
             continue
-        doc = rollout_to_atif(rollout, version)
         try:
-            # No bad file is ever left: a rollout valid on its own can still not make valid ATIF (two invocations of
-            # one id make two subagent trajectories of one id); that episode is skipped, with the faults. The
-            # extension is held to its own schema too, as a reader of the export will hold it.
-            validate_atif(doc, f"ATIF export of {harness}/{scenario}")
-            validate_extension(doc, f"the extension of the ATIF export of {harness}/{scenario}")
+            text = _atif_text(rollout, version, harness, scenario)
         except FormatError as exc:
             res.skipped.append(f"{harness}/{scenario}: {' '.join(str(exc).split())[:500]}")
             continue
@@ -153,12 +157,56 @@ def _export(episodes: list[tuple[str, str, Path]], output: Path, version: str, r
         for name in _EVIDENCE:
             copied.copy_tree(ep / name, dest / name, name)
         res.skipped += [f"{harness}/{scenario}: {f.path}: {f.reason}" for f in copied.findings]
-        # ASCII: a string the trajectory carries may hold a lone surrogate, which no UTF-8 writer takes; written
-        # whole to a temporary name first, so a failure never leaves a 0-byte trajectory.json.
+        # Written whole to a temporary name first, so a failure never leaves a 0-byte trajectory.json.
         tmp = dest / f".{ATIF_NAME}.tmp"
-        tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=True) + "\n", encoding="ascii")
+        tmp.write_text(text, encoding="ascii")
         tmp.replace(dest / ATIF_NAME)
         res.written.append(dest / ATIF_NAME)
+
+
+def _atif_text(rollout: dict[str, Any], version: str, harness: str, scenario: str) -> str:
+    """The text of the episode's trajectory, held to what its own reader (read_atif_rollout) takes from it; a
+    FormatError names why not, and nothing is written then."""
+    what = f"ATIF export of {harness}/{scenario}"
+    try:
+        doc = rollout_to_atif(rollout, version)
+    except TooLarge as exc:
+        raise FormatError(what, [Fault("$", str(exc))]) from None
+    # No bad file is ever left: a rollout valid on its own can still not make valid ATIF (two invocations of one id
+    # make two subagent trajectories of one id); that episode is skipped, with the faults. The extension is held to
+    # its own schema too, as a reader of the export will hold it.
+    validate_atif(doc, what)
+    validate_extension(doc, f"the extension of the {what}")
+    try:
+        # ASCII: a string the trajectory carries may hold a lone surrogate, which no UTF-8 writer takes.
+        text = json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+    except ValueError as exc:  # NaN or infinity: no JSON
+        raise FormatError(what, [Fault("$", str(exc))]) from None
+    # The reader's bounds are not the schema's: its byte cap, depth cap (the tool record sits a dozen levels below
+    # the root) and integer digits (token totals add up), read back as load_atif reads the file.
+    if len(text) > MAX_FILE_BYTES:
+        fault = f"the trajectory would be {len(text)} bytes, more than the {MAX_FILE_BYTES}-byte cap its reader reads"
+        raise FormatError(what, [Fault("$", fault)])
+    try:
+        back = loads(text)
+    except JsonFault as exc:
+        raise FormatError(what, [Fault("$", f"its reader would refuse it: {exc}")]) from None
+    _, why = _as_rollout(back, what, harness)
+    if why is not None:
+        raise FormatError(what, [Fault("$", why)])
+    return text
+
+
+def _duplicate_id(rollout: dict[str, Any] | None) -> str | None:
+    """Why a rollout cannot be exported as it says: the trajectory keeps one record per id (the last would win)."""
+    for records, key in (("model_calls", "model_call_id"), ("tool_calls", "tool_call_id")):
+        seen: set[Any] = set()
+        for rec in (rollout or {}).get(records) or []:
+            rid = rec.get(key) if isinstance(rec, dict) else None
+            if rid in seen:
+                return f"{key} {rid!r} appears twice in rollout.json"
+            seen.add(rid)
+    return None
 
 
 def _valid_rollout(path: Path) -> tuple[dict[str, Any] | None, str | None]:

@@ -8,11 +8,13 @@ producer metadata, so a Harbor consumer reads a normal trajectory and `atif_to_r
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from orchestrator.atif.core import answer_place, as_object, last_agent_step, ok, step_metrics, totals
+from orchestrator.evidence.jsonread import MAX_FILE_BYTES
 
-__all__ = ["EXTENSION", "rollout_to_atif"]
+__all__ = ["EXTENSION", "TooLarge", "rollout_to_atif"]
 
 EXTENSION = "harness_probe"
 PASSTHROUGH = ("provenance", "compactions")
@@ -20,14 +22,36 @@ _INVOCATION_CORE = ("invocation_id", "parent_invocation_id", "model_call_refs", 
 ROLLOUT_FORMAT = "probe-rollout/v1"
 
 
+class TooLarge(ValueError):
+    """The trajectory's text would be larger than its reader reads (MAX_FILE_BYTES)."""
+
+
 class _Writer:
     def __init__(self, rollout: dict[str, Any]) -> None:
         self.rollout = rollout
+        # A record is copied whole into every step that holds it (every history mention of a tool call, every
+        # unattached step), so a 200 KB rollout can make gigabytes of text: the copies' sizes are counted as they are
+        # made, and the writing stops once they alone pass what the reader reads, before any text is built.
+        self.room = MAX_FILE_BYTES
+        self.sizes: dict[int, int] = {}
         self.calls = {c["model_call_id"]: c for c in rollout.get("model_calls", [])}
         self.step_of = {ref: s for s in rollout.get("steps", []) for ref in s.get("model_call_refs", [])}
         self.tools = {t["tool_call_id"]: t for t in rollout.get("tool_calls", [])}
         self.used_calls: set[str] = set()
         self.used_tools: set[str] = set()
+
+    def _copy(self, record: dict[str, Any]) -> dict[str, Any]:
+        """`record`, embedded once more: its compact size (a lower bound of its indented one) taken from the room."""
+        size = self.sizes.get(id(record))
+        if size is None:
+            size = self.sizes[id(record)] = len(json.dumps(record, separators=(",", ":")))
+        self.room -= size
+        if self.room < 0:
+            raise TooLarge(
+                f"the trajectory would be more than the {MAX_FILE_BYTES}-byte cap its reader reads: the tool and "
+                "model call records it copies into its steps alone are larger"
+            )
+        return record
 
     def trajectory(self, inv: dict[str, Any], version: str) -> dict[str, Any]:
         successes = [self.calls[r] for r in inv.get("model_call_refs", []) if r in self.calls and ok(self.calls[r])]
@@ -71,7 +95,10 @@ class _Writer:
             # Fields of the invocation beyond what the trajectory itself says (e.g. session token_totals).
             "invocation_extra": {k: v for k, v in inv.items() if k not in _INVOCATION_CORE},
             "unattached_steps": [
-                {**s, "model_calls": [self.calls[r] for r in s.get("model_call_refs", []) if r in self.calls]}
+                {
+                    **s,
+                    "model_calls": [self._copy(self.calls[r]) for r in s.get("model_call_refs", []) if r in self.calls],
+                }
                 for s in unattached
             ],
         }
@@ -115,7 +142,7 @@ class _Writer:
             # The step's call is its first success (the others of the step are its failed attempts): the reader
             # holds the metrics to that call.
             step["metrics"] = step_metrics(next(c for c in attempts if ok(c)))
-            ext["model_calls"] = attempts
+            ext["model_calls"] = [self._copy(c) for c in attempts]
             if rstep:
                 ext["step_no"] = rstep["step_no"]
         else:
@@ -136,7 +163,7 @@ class _Writer:
             tc_ext: dict[str, Any] = {"arguments_raw": args} if differ else {}
             if rec is not None:
                 self.used_tools.add(rec["tool_call_id"])
-                tc_ext["record"] = rec
+                tc_ext["record"] = self._copy(rec)
                 if rec.get("tool_name") != tc.get("tool_name"):  # the core name is held to the record's otherwise
                     tc_ext["function_name_raw"] = tc.get("tool_name")
             else:  # never run as a tool (a prefilled turn, a finish call): read back, it makes no tool record
