@@ -18,7 +18,7 @@ from orchestrator.cli.common import ExtraCa, ImageArchives, Rebuild, Runtime, bu
 from orchestrator.cli.run_variant import HarnessSource, HarnessVersion, print_overrides, resolve_variants
 from orchestrator.errors import EXIT_ERROR, EXIT_INTERRUPTED
 from orchestrator.evidence.text import clean
-from orchestrator.harnesses import Harness, get_harness
+from orchestrator.harnesses import Harness, get_harness, registry
 from orchestrator.output import check_output
 from orchestrator.parallel import default_jobs, parse_shard, shard_slice
 from orchestrator.progress import Progress
@@ -75,6 +75,16 @@ def unique_scenarios(scenarios: list[Scenario]) -> list[Scenario]:
                 param_hint="'--scenario'",
             )
     return list(seen.values())
+
+
+def warn_unknown_overrides(scenarios: list[Scenario]) -> None:
+    """An override for a harness that is not registered here never takes effect: a typo (`refrence: {skip: true}`),
+    or a plugin this machine has not installed. Said, not refused: the scenario may be shared with machines that do."""
+    known = set(registry())
+    for s in scenarios:
+        if unknown := sorted(set(s.data["overrides"]) - known):
+            log.warning("scenario overrides harnesses not registered here; they take no effect", scenario=s.name,
+                        unknown=unknown, known=sorted(known))  # fmt: skip
 
 
 def parse_harness_args(pairs: list[str]) -> dict[str, str]:
@@ -183,6 +193,7 @@ def run(
             harnesses=[h.name for h in harnesses],
             scenarios=[s.name for s in scenarios],
         )
+    warn_unknown_overrides(scenarios)
     try:
         # An empty --shard is refused like any malformed one, never taken for the whole grid.
         shard_of = parse_shard(shard) if shard is not None else None

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import typer
+from structlog.testing import capture_logs
 
 from orchestrator.cli.run import parse_harness_args
 
@@ -29,3 +32,18 @@ def test_pairs_are_read_whole() -> None:
 def test_a_bad_pair_is_named(pairs: list[str], named: str) -> None:
     with pytest.raises(typer.BadParameter, match=named):
         parse_harness_args(pairs)
+
+
+def test_an_override_for_no_registered_harness_is_said(tmp_path: Path) -> None:
+    from orchestrator.cli.run import warn_unknown_overrides
+    from orchestrator.scenarios import list_scenarios, load_scenario, scenarios_dir
+
+    text = (scenarios_dir() / "tool_success.yaml").read_text() + "overrides: {refrence: {skip: true, reason: slow}}\n"
+    (tmp_path / "tool_success.yaml").write_text(text)
+    with capture_logs() as said:
+        warn_unknown_overrides([load_scenario(tmp_path / "tool_success.yaml")])
+    [warning] = said
+    assert warning["unknown"] == ["refrence"] and "reference" in warning["known"]
+    with capture_logs() as said:
+        warn_unknown_overrides(list_scenarios())  # the shipped ones name registered harnesses only
+    assert said == []
