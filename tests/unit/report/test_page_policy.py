@@ -1,5 +1,5 @@
-"""What a hostile harness's text can do to the pages: nothing runs but their own script, no value makes a page
-megabytes long, and a version string stays inert code on a published results page."""
+"""What a hostile harness's text can do to the pages: nothing runs but their own script, and no value makes a page
+(or junit.xml) megabytes long. The results pages' version strings: test_results_page.py."""
 
 from __future__ import annotations
 
