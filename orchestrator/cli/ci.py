@@ -6,7 +6,7 @@ import json
 import stat
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import click
 import typer
@@ -34,11 +34,16 @@ def _change_list(path: Path) -> bytes:
         if not stat.S_ISREG(path.stat().st_mode):
             raise _fail(f"--changed-file {path}: not a regular file (a FIFO, device or socket)")
         with path.open("rb") as f:
-            text = f.read(MAX_CHANGE_LIST + 1)
+            return _bounded(f, f"--changed-file {path}")
     except OSError as exc:
         raise _fail(f"--changed-file {path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _bounded(stream: BinaryIO, where: str) -> bytes:
+    """At most MAX_CHANGE_LIST bytes of a change list; more is no change list, and is named."""
+    text = stream.read(MAX_CHANGE_LIST + 1)
     if len(text) > MAX_CHANGE_LIST:
-        raise _fail(f"--changed-file {path}: more than {MAX_CHANGE_LIST} bytes; not a change list")
+        raise _fail(f"{where}: more than {MAX_CHANGE_LIST} bytes of changed paths; not a change list")
     return text
 
 
@@ -114,10 +119,7 @@ def select_command(
                 if sys.stdin.isatty():  # a user at a terminal would wait on nothing said
                     raise _fail("nothing to select from: give --base REF, --changed-file FILE or --all, or pipe the "
                                 "changed paths on stdin")  # fmt: skip
-                text = sys.stdin.buffer.read(MAX_CHANGE_LIST + 1)
-                if len(text) > MAX_CHANGE_LIST:
-                    raise _fail(f"stdin: more than {MAX_CHANGE_LIST} bytes of changed paths; not a change list")
-                paths = read_change_list(text, "stdin")
+                paths = read_change_list(_bounded(sys.stdin.buffer, "stdin"), "stdin")
         except GitError as exc:
             raise _fail(str(exc)) from None
     sel = select(paths, _probed(), images=_harness_images(), parents=image_parents(repo))

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -142,6 +141,11 @@ def test_a_change_list_that_never_ends_is_refused_not_waited_on(tmp_path: Path) 
         assert res.returncode == 2 and "not a regular file" in res.stderr, res.stderr
     res = subprocess.run([HP, "ci", "select"], input=b"docs/a.md\n" * (2 << 20), capture_output=True, timeout=60)
     assert res.returncode == 2 and b"stdin: more than 16777216 bytes" in res.stderr, res.stderr
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as f:
+        f.truncate((16 << 20) + 1)  # sparse: a regular file one byte past the cap, read only that far
+    res = subprocess.run([HP, "ci", "select", "--changed-file", str(huge)], capture_output=True, timeout=60)
+    assert res.returncode == 2 and f"--changed-file {huge}: more than 16777216 bytes".encode() in res.stderr
     listed = tmp_path / "changed.txt"
     listed.write_bytes(b"docs/a.md\n")
     (tmp_path / "link.txt").symlink_to(listed)  # a link to a list is a list: only what never ends is refused
@@ -149,7 +153,7 @@ def test_a_change_list_that_never_ends_is_refused_not_waited_on(tmp_path: Path) 
     assert res.returncode == 0, res.stderr
 
 
-def test_what_the_host_accepts_the_proxy_plays() -> None:
+def test_what_the_host_accepts_the_proxy_plays(tmp_path: Path) -> None:
     """The proxy reads the scenario again, as JSON, by rules of its own: a file the host let through and the proxy
     refused stopped the pod at its start, with nothing naming the file."""
     from proxy_addons.scenario import parse_scenario
@@ -162,7 +166,8 @@ def test_what_the_host_accepts_the_proxy_plays() -> None:
     ]
     shipped = [p.read_text() for p in sorted(scenarios_dir().glob("*.yaml"))]
     for i, text in enumerate([*edges, *shipped]):
-        folder = Path(tempfile.mkdtemp())
+        folder = tmp_path / str(i)
+        folder.mkdir()
         name = yaml.safe_load(text)["name"]
         scenario = load_scenario(_scenario_named(folder, name, text))
         parse_scenario(json.loads(scenario.provider_json()))  # raises ScenarioError where the proxy would refuse
