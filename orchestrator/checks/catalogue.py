@@ -85,7 +85,8 @@ LIES: dict[str, str] = {
     "calls.response_metadata": "finish reasons or protocols differ from what the provider sent",
     "tokens.match": "token counts differ from the usage the provider sent (or unknown counts are made up)",
     "errors.payload_retained": "error payloads of failed attempts are not kept",
-    "steps.witness_attempts": "retries are not kept as attempts of the step they retried",
+    "steps.witness_attempts": "retries are not kept as attempts of the step they retried, or a tool is put in another "
+    "step than the reply that requested it",
     "attempts.retry_identical": "a retry did not resend the identical request",
     "tools.witness_ids": "tool calls the model made are missing from its tool records (or extra ones appear)",
     "tools.witness_request": "tool names or arguments differ from what the model sent",

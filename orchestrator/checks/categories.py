@@ -9,7 +9,9 @@ from orchestrator.checks.join import witness_key
 
 __all__ = ["category_reason"]
 
-_HTTP_CATEGORY = re.compile(r"http_(\d{3})")
+# Matched in any letter case, with `_`, `-`, a space or nothing before the status: `HTTP_500` or `http-500` on a
+# 429 says the same wrong thing `http_500` does (no harness of ours writes one, so honest records do not move).
+_HTTP_CATEGORY = re.compile(r"http[_\- ]?([0-9]{3})", re.IGNORECASE)
 # Categories that name a transport failure: no complete HTTP reply was seen. A complete error reply called one of
 # these is a wrong category, except a gateway/request timeout status, which a harness may fairly call `timeout`.
 _TRANSPORT = frozenset({"timeout", "connection", "stream_cut", "reset", "cut", "withheld"})
@@ -36,24 +38,24 @@ def category_reason(c: dict[str, Any], a: dict[str, Any]) -> str | None:
     """Why the call's category is not one the attempt's ending allows, or None: an HTTP category must name the
     status of a complete reply, a transport one must fit the way the reply ended; a category of the harness's
     own naming claims no ending and is not judged."""
-    category = c.get("error_category")
-    if not isinstance(category, str) or not category:
+    written = c.get("error_category")
+    if not isinstance(written, str) or not written:
         return None
+    # `Timeout` or `STREAM_CUT` names the transport failure `timeout` or `stream_cut` does.
+    category = written.lower()
     kind, status = witness_key(a)
     http = _HTTP_CATEGORY.fullmatch(category)
     if http:
         if kind != "error" or status != int(http.group(1)):
             seen = f"HTTP {status} reply" if kind == "error" else f"reply that ended {a.get('ended')!r}"
-            return f"{_name(c)}: error_category {category!r}, the wire shows a {seen}"
+            return f"{_name(c)}: error_category {written!r}, the wire shows a {seen}"
         return None
     if kind == "error" and category in _TRANSPORT and not (category == "timeout" and status in _TIMEOUT_STATUSES):
-        return (
-            f"{_name(c)}: error_category {category!r} is a transport failure, the wire shows a complete HTTP {status}"
-        )
+        return f"{_name(c)}: error_category {written!r} is a transport failure, the wire shows a complete HTTP {status}"
     allowed = _ENDED_AS.get(str(a.get("ended")), _TRANSPORT)
     if kind == "interrupted" and category in _TRANSPORT and category not in allowed:
         return (
-            f"{_name(c)}: error_category {category!r}, the wire shows a reply that ended {a.get('ended')!r} "
+            f"{_name(c)}: error_category {written!r}, the wire shows a reply that ended {a.get('ended')!r} "
             f"(a category of {', '.join(sorted(allowed))})"
         )
     return None

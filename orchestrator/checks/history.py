@@ -162,6 +162,10 @@ def history_witness_text(ev: Evidence) -> list[str]:
     issued = _issued(ev)
     invs = _invocations(ev)
     owned = _owned(ev, invs)
+    # A reply whose one call the model could not form is no text-only reply, though its body shows no call: Gemini
+    # sends none it could not parse (MALFORMED_FUNCTION_CALL), and a harness that throws such a reply away keeps no
+    # turn of it.
+    dropped = {c.get("attempt_id") for c in ev.w.malformed_calls() if c.get("not_sent")}
     reasons: list[str] = []
     judged = 0
     unjoined: list[str] = []
@@ -188,7 +192,13 @@ def history_witness_text(ev: Evidence) -> list[str]:
                 continue
             judged += 1
             reasons += _compare(inv, n, m, next(iter(replies.values())))
-        served = [a for a in owned[id(inv)] if _served(a) and not reply_call_ids(a.get("response"), a.get("protocol"))]
+        served = [
+            a
+            for a in owned[id(inv)]
+            if _served(a)
+            and a.get("attempt_id") not in dropped
+            and not reply_call_ids(a.get("response"), a.get("protocol"))
+        ]
         model = [a for a in served if a.get("kind") == "model"]
         if text_only and len(text_only) != len(model):
             # Turns saying what no served reply said, unmarked, are the harness's own (history.harness_authored's

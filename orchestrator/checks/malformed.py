@@ -6,7 +6,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from orchestrator.checks.continuation import parsed_arguments
 from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.model import Kind, check
 
@@ -57,16 +56,26 @@ def _calls_in_replies(ev: Evidence) -> dict[str, dict[str, Any]]:
 
 
 def _shown(arguments: Any, sent: str | None, intended: Any) -> bool:
-    """Whether recorded arguments show what was sent: the text itself (or none kept), or a record of the failure (an
-    error naming the text, OpenCode's `invalid` tool); not an object repaired from it, one that holds the command
-    (a value found within the text sent) or the arguments it was cut from."""
-    if arguments is None or sent is None:
+    """Whether recorded arguments show what was sent: the text itself or its start (or none kept: null, "" or {}), or
+    a record of the failure that quotes the text (OpenCode's `invalid` tool's error); not an object repaired from it,
+    one that holds the command (a value found within the text sent: kilo's `{"value": text}` too) or the arguments
+    it was cut from, and not another text or object of the record's own (`ls`, `{"command": "true"}`)."""
+    if arguments is None or sent is None or arguments in ("", {}):
         return True
     if isinstance(arguments, str):
-        return bool(parsed_arguments(arguments) == arguments)  # text, not JSON: as it came
+        # As it came, or the start of it kept (a record may shorten a long text): not text of the record's own.
+        return arguments == sent or (len(arguments) >= _READ_OUT and sent.startswith(arguments))
     if not isinstance(arguments, dict) or arguments == intended:
-        return bool(arguments != intended)
-    return not any(isinstance(v, str) and len(v) >= _READ_OUT and _within(v, sent) for v in arguments.values())
+        return False
+    values = [v for v in arguments.values() if isinstance(v, str)]
+    if any(len(v) >= _READ_OUT and _within(v, sent) for v in values):
+        return False  # a part of the command read out of the text: repaired
+    return any(_names(v, sent) for v in values)
+
+
+def _names(value: str, sent: str) -> bool:
+    """Whether `value` quotes the text sent (an error naming it)."""
+    return sent in value or json.dumps(sent)[1:-1] in value
 
 
 def _within(value: str, sent: str) -> bool:
@@ -130,11 +139,10 @@ def args_not_run(ev: Evidence) -> list[str]:
         # A record of another tool (OpenCode's `invalid`, which ran to tell the model the input did not parse) is no
         # claim that this call's command ran.
         same_tool = record is not None and record.get("tool_name") == call.get("name")
-        if (
-            record is not None
-            and same_tool
-            and not ran
-            and (record.get("status") == "succeeded" or record.get("exit_code") == 0)
-        ):
-            reasons.append(f"{cid}: its tool record says it ran and succeeded, and it never ran")
+        if record is not None and same_tool and not ran:
+            if record.get("status") == "succeeded" or record.get("exit_code") == 0:
+                reasons.append(f"{cid}: its tool record says it ran and succeeded, and it never ran")
+            elif record.get("exit_code") is not None:
+                # A command that never started has no exit code: one recorded says it ran (and failed).
+                reasons.append(f"{cid}: its tool record gives exit_code {record.get('exit_code')!r}, and it never ran")
     return reasons

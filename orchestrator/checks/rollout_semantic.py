@@ -274,7 +274,8 @@ def _string_refs(record: dict[str, Any]) -> list[str]:
     scope=("tools", "tool_ids"),
 )
 def tools_request_join(ev: Evidence) -> list[str]:
-    """Each tool record joins to exactly one requesting tool call, with the same name, in its invocation's history.
+    """Each tool record joins to exactly one requesting tool call, with the same name, in its invocation's history
+    (a record whose invocation_id is null: in the history of the one invocation that requested it).
 
     Not applicable without tool ids (scope `tool_ids`): a text-driven harness's history holds reply text, and the
     commands it parsed from it have ids the harness minted itself.
@@ -299,6 +300,14 @@ def tools_request_join(ev: Evidence) -> list[str]:
     reasons = []
     for t in _dicts(ev, "tool_calls"):
         cid, iid = t["tool_call_id"], t.get("invocation_id")
+        if iid is None:
+            # The schema lets a record leave its invocation unknown: it joins the one invocation that requested it.
+            requesting = [inv for inv in known if (inv, cid) in first]
+            if len(requesting) != 1:
+                n = len(requesting)
+                reasons.append(f"tool {cid}: invocation_id null, and {n} invocations requested it, not one")
+                continue
+            iid = requesting[0]
         if iid not in known:
             reasons.append(f"tool {cid}: invocation_id {iid!r} is not a recorded invocation")
             continue
@@ -335,6 +344,8 @@ def _each_requested_once(ev: Evidence) -> bool:
                     return False  # requested again (in this or a same-named invocation)
                 by_id[cid] = tc
     for t in _dicts(ev, "tool_calls"):
+        if t.get("invocation_id") is None:
+            return False  # the invocation the record leaves unknown is looked for by the full reading
         of_inv = requests.get(t.get("invocation_id"))
         request = None if of_inv is None else of_inv.get(t["tool_call_id"])
         if request is None or request.get("tool_name") != t["tool_name"]:

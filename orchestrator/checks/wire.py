@@ -25,6 +25,7 @@ from orchestrator.checks.join import (
     loose_failures,
 )
 from orchestrator.checks.model import Kind, Unverifiable, check
+from orchestrator.checks.placement import tool_step_reasons
 from orchestrator.checks.times import TimeCache
 
 __all__ = ["CLOCK_TOLERANCE", "EARLY_START_LIMIT"]
@@ -311,7 +312,8 @@ def _groups(ids: list[str], keys: list[Key]) -> list[list[str]]:
     scope=("steps",),
 )
 def steps_witness_attempts(ev: Evidence) -> list[str]:
-    """One step per scripted reply, each holding that reply's attempt and the failed attempts retried before it.
+    """One step per scripted reply, each holding that reply's attempt and the failed attempts retried before it, and
+    each tool call the reply issued recorded in that step (where its record gives a step_no).
 
     Steps are compared with the wire attempt by attempt, not only by size: two steps whose contents were swapped
     (numbers still in order, attempts not) fail, as does a retry placed in the step after its success. It reads
@@ -352,6 +354,8 @@ def steps_witness_attempts(ev: Evidence) -> list[str]:
                     reasons.append(
                         f"step {s.get('step_no')} holds the attempts {held}, the wire's step {n} was {group}"
                     )
+    # A tool record's step_no names the step whose reply requested it: a tool moved to another step (or to none).
+    reasons += tool_step_reasons(ev)
     provenance = ev.r.get("provenance")
     inferred = isinstance(provenance, dict) and provenance.get("retry_placement") == "inferred"
     if not reasons and inferred and any(size > 1 for size in sizes):

@@ -74,6 +74,17 @@ def _session_call(reply: Reply, call_id: str, invocation: str | None, started: s
     }
 
 
+# A step's call ids, and the index of the chat recording's reply that ended it (None: a reply the recording does not
+# keep, or failed attempts no reply followed).
+Step = tuple[list[str], int | None]
+
+
+def _discarded(a: OtelAttempt) -> bool:
+    """A reply Gemini CLI threw away: it ended in a function call it could not parse (Gemini's MALFORMED_FUNCTION_CALL,
+    the conventions' `error`), so it asked again, and its chat recording keeps no message of it."""
+    return a.ok and bool(a.finish_reasons) and a.finish_reasons[-1] == "error"
+
+
 def join_calls(
     b: RolloutBuilder,
     replies: list[Reply],
@@ -81,18 +92,19 @@ def join_calls(
     invocation: str | None,
     facts: dict[str, str],
     check: Corroborator,
-) -> tuple[list[list[str]], dict[int, OtelAttempt]]:
-    """Record every call; returns each step's call ids (a step per reply, then one for attempts no reply followed)
-    and the telemetry's attempt of each reply that has one.
+) -> tuple[list[Step], dict[int, OtelAttempt]]:
+    """Record every call; returns the steps in order (a step per reply, one per reply the recording does not keep,
+    then one for attempts no reply followed) and the telemetry's attempt of each reply that has one.
 
-    The n-th reply the telemetry ended is the n-th reply recorded; the telemetry's requests with no end (its last
-    events lost at exit, or the run killed) take the replies left over, in order; failed and unended attempts
-    belong to the step of the reply after them (`retry_placement: inferred`)."""
+    The n-th reply the telemetry ended, leaving out those Gemini CLI threw away, is the n-th reply recorded; the
+    telemetry's requests with no end (its last events lost at exit, or the run killed) take the replies left over,
+    in order; failed and unended attempts belong to the step of the reply after them (`retry_placement: inferred`).
+    """
     main = [a for a in otel if main_role(a)]
-    ok = sum(1 for a in main if a.ok)
+    ok = sum(1 for a in main if a.ok and not _discarded(a))
     unended = [a for a in main if not a.ended]
     late = {id(a): replies[ok + k] for k, a in enumerate(unended) if ok + k < len(replies)}
-    steps: list[list[str]] = [[] for _ in replies]
+    steps: list[Step] = []
     of_reply: dict[int, OtelAttempt] = {}
     pending: list[str] = []
     paired = 0
@@ -113,11 +125,11 @@ def join_calls(
             pending.append(b.call(_otel_call(n, a, invocation)))
             if not a.ok:
                 continue
-            if paired >= len(replies):
+            if paired >= len(replies) or _discarded(a):
                 # A reply the telemetry records and the chat recording does not: its counts are the telemetry's.
                 b.calls[index]["token_stats"] = otel_tokens(a)
                 check.add(f"/model_calls/{index}", "session", None)
-                steps.append(pending)
+                steps.append((pending, None))
                 pending = []
                 continue
             reply = replies[paired]
@@ -125,17 +137,17 @@ def join_calls(
             b.calls[index]["token_stats"] = reply.tokens or token_stats()
             facts[f"/model_calls/{index}/token_stats"] = "session"
             check.add(f"/model_calls/{index}/token_stats", "otel", dict(otel_tokens(a)))
-        steps[paired] += pending
+        steps.append((pending, paired))
         of_reply[paired] = a
         pending = []
         paired += 1
     for k in range(paired, len(replies)):
         # A reply neither record's request or end accounts for (telemetry off, or all of it lost).
         index = len(b.calls)
-        steps[k] = [b.call(_session_call(replies[k], f"session-{k + 1}", invocation))]
+        steps.append(([b.call(_session_call(replies[k], f"session-{k + 1}", invocation))], k))
         facts[f"/model_calls/{index}"] = "session"
         if otel:
             check.add(f"/model_calls/{index}", "otel", None)
     if pending:
-        steps.append(pending)
+        steps.append((pending, None))
     return steps, of_reply

@@ -93,8 +93,8 @@ def build_rollout(native_dir: Path) -> Rollout:
             b.gap("native.telemetry_unreadable", problem)
         facts["/model_calls"] = "otel"
     steps, of_reply = join_calls(b, replies, otel, invocation, facts, check)
-    for n, refs in enumerate(steps):
-        reply = replies[n] if n < len(replies) else None
+    for n, (refs, k) in enumerate(steps):
+        reply = replies[k] if k is not None else None
         started = next((c["started_at"] for c in b.calls if c["model_call_id"] in refs and c["started_at"]), None)
         b.step(n + 1, invocation, reply.timestamp if reply is not None and reply.timestamp else started, refs)
         for requested in reply.calls if reply is not None else []:

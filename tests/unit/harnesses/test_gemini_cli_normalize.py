@@ -81,6 +81,23 @@ def test_failed_attempts_and_their_status_come_from_the_telemetry(tmp_path: Path
     assert corroborated["/outcome/final_answer"]["value"] == "PROBE_DONE"
 
 
+def test_a_reply_gemini_cli_threw_away_is_a_step_of_its_own(tmp_path: Path) -> None:
+    # Its function call could not be parsed (MALFORMED_FUNCTION_CALL): Gemini CLI asked again and its chat recording
+    # keeps no message of it. Paired with the next reply, every reply after it was one place off (tokens, tools).
+    paths, rollout = _rollout(tmp_path, "tool_args_truncated")
+    calls, steps = rollout["model_calls"], rollout["steps"]
+    assert [c["finish_reason"] for c in calls] == ["MALFORMED_FUNCTION_CALL", "STOP", "STOP"]
+    assert [s["model_call_refs"] for s in steps] == [[c["model_call_id"]] for c in calls]
+    usage = [e["usage"] for e in witness(paths) if e["event"] == "attempt"]
+    assert [c["token_stats"]["prompt"] for c in calls] == [u["prompt"] for u in usage]
+    [tool] = rollout["tool_calls"]
+    assert tool["step_no"] == 2  # the reply that issued it ended the second step, not the thrown-away first
+    checks = replay(paths, rollout)
+    assert {k: checks[k].status for k in ("steps.witness_attempts", "tokens.match")} == dict.fromkeys(
+        ("steps.witness_attempts", "tokens.match"), Status.PASS
+    )
+
+
 def test_the_telemetrys_zeros_for_usage_never_sent_contradict_the_session(tmp_path: Path) -> None:
     paths, rollout = _rollout(tmp_path, "usage_omitted")
     assert all(v is None for c in rollout["model_calls"] for v in c["token_stats"].values())
