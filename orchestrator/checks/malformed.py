@@ -67,6 +67,8 @@ def _shown(arguments: Any, sent: str | None, intended: Any) -> bool:
         return arguments == sent or (len(arguments) >= _READ_OUT and sent.startswith(arguments))
     if not isinstance(arguments, dict) or arguments == intended:
         return False
+    if isinstance(intended, dict) and arguments.keys() & intended.keys():
+        return False  # a value under the cut arguments' own key (`command`) is a command of the record's own
     values = [v for v in arguments.values() if isinstance(v, str)]
     if any(len(v) >= _READ_OUT and _within(v, sent) for v in values):
         return False  # a part of the command read out of the text: repaired
@@ -104,12 +106,14 @@ def args_not_run(ev: Evidence) -> list[str]:
     parse: witnessed `not_sent`), only whether the command ran is judged.
     """
     reasons = []
-    records = {t.get("tool_call_id"): t for t in _dicts(ev.r.get("tool_calls"))}
+    # Ids that are strings only: a hostile record's id may be an object, which names no call (and hashes not).
+    records = {t["tool_call_id"]: t for t in _dicts(ev.r.get("tool_calls")) if isinstance(t.get("tool_call_id"), str)}
     history: dict[Any, dict[str, Any]] = {}
     for inv in _dicts(ev.r.get("invocations")):
         for m in _dicts(inv.get("conversation")):
             for tc in _dicts(m.get("tool_calls")) if m.get("role") == "assistant" else ():
-                history.setdefault(tc.get("tool_call_id"), tc)
+                if isinstance(tc.get("tool_call_id"), str):
+                    history.setdefault(tc["tool_call_id"], tc)
     # Steps delivered as text (Terminus 2's keystrokes, SciCode's blocks) put no call id on the wire: there the record
     # cannot be joined to the call, and only whether the command ran is judged.
     by_text = bool((ev.scenario.get("harness_profile") or {}).get("delivery"))

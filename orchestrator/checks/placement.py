@@ -69,12 +69,16 @@ def _all_placed(ev: Evidence) -> bool:
         per_ref = chain.from_iterable(map(repeat, column(steps, field), map(len, refs)))
         return list(chain.from_iterable(map(repeat, per_ref, per_call)))
 
-    nos = column(tools, "step_no")
+    # Integers and strings only, on both sides: `==` is then the full reading's type-exact comparison (1 == 1.0 ==
+    # true would let a step numbered 1.0 pass here and fail there).
+    nos, invs = column(tools, "step_no"), column(tools, "invocation_id")
+    step_nos, step_invs = column(steps, "step_no"), column(steps, "invocation_id")
     return (
-        set(map(type, nos)) <= {int}
+        set(map(type, nos)) | set(map(type, step_nos)) <= {int}
+        and set(map(type, invs)) | set(map(type, step_invs)) <= {str}
         and list(chain.from_iterable(issued)) == column(tools, "tool_call_id")
         and each_tool("step_no") == nos
-        and each_tool("invocation_id") == column(tools, "invocation_id")
+        and each_tool("invocation_id") == invs
     )
 
 

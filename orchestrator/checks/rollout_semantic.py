@@ -297,12 +297,16 @@ def tools_request_join(ev: Evidence) -> list[str]:
                     else:
                         first[key] = tc
     known = {inv["invocation_id"] for inv in _dicts(ev, "invocations")}
+    # The invocations whose history requested each id, for records that leave theirs null (indexed once).
+    requesters: dict[Any, list[Any]] = {}
+    for inv, requested in first:
+        requesters.setdefault(requested, []).append(inv)
     reasons = []
     for t in _dicts(ev, "tool_calls"):
         cid, iid = t["tool_call_id"], t.get("invocation_id")
         if iid is None:
             # The schema lets a record leave its invocation unknown: it joins the one invocation that requested it.
-            requesting = [inv for inv in known if (inv, cid) in first]
+            requesting = requesters.get(cid, [])
             if len(requesting) != 1:
                 n = len(requesting)
                 reasons.append(f"tool {cid}: invocation_id null, and {n} invocations requested it, not one")
