@@ -72,12 +72,7 @@ def _shown(arguments: Any, sent: str | None, intended: Any) -> bool:
     values = [v for v in arguments.values() if isinstance(v, str)]
     if any(len(v) >= _READ_OUT and _within(v, sent) for v in values):
         return False  # a part of the command read out of the text: repaired
-    return any(_names(v, sent) for v in values)
-
-
-def _names(value: str, sent: str) -> bool:
-    """Whether `value` quotes the text sent (an error naming it)."""
-    return sent in value or json.dumps(sent)[1:-1] in value
+    return any(_within(sent, v) for v in values)  # an error quoting the text sent
 
 
 def _within(value: str, sent: str) -> bool:

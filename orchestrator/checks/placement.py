@@ -7,7 +7,7 @@ from operator import itemgetter
 from typing import Any
 
 from orchestrator.checks.evidence import Evidence
-from orchestrator.checks.join import certain_pairs, column, decided
+from orchestrator.checks.join import certain_pairs, column, decided, dicts
 
 __all__ = ["tool_step_reasons"]
 
@@ -22,7 +22,7 @@ def tool_step_reasons(ev: Evidence) -> list[str]:
     if decided(lambda: _all_placed(ev)):
         return []
     places: dict[str, list[Place]] = {}
-    for st in _objects(ev.r.get("steps")):
+    for st in dicts(ev.r.get("steps")):
         refs = st.get("model_call_refs")
         for ref in refs if isinstance(refs, list) else ():
             if isinstance(ref, str):
@@ -32,7 +32,7 @@ def tool_step_reasons(ev: Evidence) -> list[str]:
     for c, a in certain_pairs(ev):
         for cid in a.get("tool_call_ids") or ():
             issuer.setdefault(cid, c.get("model_call_id"))
-    tools = _objects(ev.r.get("tool_calls"))
+    tools = dicts(ev.r.get("tool_calls"))
     ids = column(tools, "tool_call_id")
     # Hashable ids only (a hostile record's id may be an object): a call id the wire issued is a string.
     names = [issuer.get(cid) if isinstance(cid, str) else None for cid in ids]
@@ -80,10 +80,6 @@ def _all_placed(ev: Evidence) -> bool:
         and each_tool("step_no") == nos
         and each_tool("invocation_id") == invs
     )
-
-
-def _objects(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _same(a: Any, b: Any) -> bool:
