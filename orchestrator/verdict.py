@@ -10,6 +10,7 @@ import structlog
 
 from orchestrator.checks import PROFILE, Evidence, Status, gate, read_witness, run_checks, scope_of
 from orchestrator.evidence import FormatError
+from orchestrator.evidence.compact import Held, hold_rollout
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, read_json
 from orchestrator.evidence.markers import MARKERS_FILE, read_folder, read_markers
 from orchestrator.evidence.numbers import integral_as_int
@@ -73,14 +74,16 @@ def collect_evidence(
     """`collected_bytes`: the byte cap the witness was collected under; a witness it let through is read, however
     far past the reader's usual cap it goes (a user who raised the cap asked for the memory it takes).
     The markers are a run's folder, or an audit's markers.json where there is no folder."""
+    held = Held()  # ids, commands and outputs the rollout and the witness both hold are held once
     if isinstance(rollout, dict):
         # 429.0 or 4.29E2 where the schema says integer is the integer 429 to the schema: to the checks too.
         integral_as_int(rollout, "probe-rollout/v1")
+        hold_rollout(rollout, held)
     ev = Evidence(scenario=scenario, rollout=rollout)
     if rollout is None:
         ev.errors["rollout"] = why or "no rollout"
     try:
-        ev.witness = read_witness(paths.witness, max(MAX_FILE_BYTES, collected_bytes))
+        ev.witness = read_witness(paths.witness, max(MAX_FILE_BYTES, collected_bytes), held)
     except FormatError as exc:
         ev.errors["witness"] = str(exc)
     if paths.markers.is_dir() and not paths.markers.is_symlink():

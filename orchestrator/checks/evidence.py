@@ -18,6 +18,7 @@ from orchestrator.evidence import (
     fragment_precheck,
 )
 from orchestrator.evidence.bulk import gc_paused
+from orchestrator.evidence.compact import Held
 from orchestrator.evidence.jsonread import MAX_FILE_BYTES, JsonFault, compact_objects, loads, read_bytes, read_chunks
 from orchestrator.evidence.markers import Content
 from orchestrator.evidence.numbers import integral_as_int
@@ -155,12 +156,13 @@ class Witness:
         return answer if isinstance(answer, str) else None
 
 
-def read_witness(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Witness:
+def read_witness(path: Path, max_bytes: int = MAX_FILE_BYTES, held: Held | None = None) -> Witness:
     """Parse and validate witness.jsonl line by line; every fault is named `line N: $.path`.
 
-    `max_bytes`: the largest file read (a run collecting under a higher byte cap reads what it collected)."""
+    `max_bytes`: the largest file read (a run collecting under a higher byte cap reads what it collected).
+    `held`: what the episode's other evidence already holds (the rollout's strings), shared with the witness."""
     with gc_paused():  # hundreds of thousands of small dicts: no quadratic GC walks while they are built
-        return _read_witness(path, max_bytes)
+        return _read_witness(path, max_bytes, held or Held())
 
 
 def _lines(raw: bytes) -> Sequence[str | bytes]:
@@ -194,7 +196,7 @@ def _proxy_lines(path: Path, max_bytes: int) -> Iterator[list[bytes]]:
         yield last.splitlines()
 
 
-def _as_proxy_wrote(lines: Iterable[str | bytes]) -> list[dict[str, Any]] | None:
+def _as_proxy_wrote(lines: Iterable[str | bytes], held: Held | None = None) -> list[dict[str, Any]] | None:
     """The events, when every line is as the proxy writes it (orjson's compact form) and valid; None when any is not.
 
     What the line-by-line reading below would give, at less cost: the lines are read by `compact_objects` (what
@@ -202,6 +204,7 @@ def _as_proxy_wrote(lines: Iterable[str | bytes]) -> list[dict[str, Any]] | None
     (each pass over a batch finds it still in the CPU's caches). Anything else (a fault to name, a line to read
     strictly, a blank line the proxy never writes) is left to the reading below, which then decides alone.
     """
+    held = held or Held()
     events: list[dict[str, Any]] = []
     prechecks = {kind: fragment_batch_precheck(_FMT, f"/$defs/{kind}") for kind in _EVENT_KINDS}
     at, each = 0, iter(lines)
@@ -221,6 +224,10 @@ def _as_proxy_wrote(lines: Iterable[str | bytes]) -> list[dict[str, Any]] | None
             # Only the strings of _EVENT_KINDS are left: each equals its own kind and no other value.
             if not prechecks[kind](list(compress(batch, map(kind.__eq__, kinds)))):
                 return None
+        # Held compactly as they come (a 300,000-event witness takes 350 MiB as plain dicts, about half as held), so
+        # the plain batch's memory is taken again by the next, and each pass over it finds it in the CPU's caches.
+        batch = held.hold(kinds, batch)
+        held.nested(batch, "arguments", "tool_call.arguments")
         events += batch
         at += len(batch)
     if events and events[0].get("event") != "start":
@@ -228,10 +235,10 @@ def _as_proxy_wrote(lines: Iterable[str | bytes]) -> list[dict[str, Any]] | None
     return events
 
 
-def _read_witness(path: Path, max_bytes: int) -> Witness:
+def _read_witness(path: Path, max_bytes: int, held: Held) -> Witness:
     try:
         try:
-            written = _as_proxy_wrote(chain.from_iterable(_proxy_lines(path, max_bytes)))
+            written = _as_proxy_wrote(chain.from_iterable(_proxy_lines(path, max_bytes)), held)
         except _NotProxyText:
             written = None
         if written is not None:

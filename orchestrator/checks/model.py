@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.evidence.bulk import gc_paused
-from orchestrator.evidence.text import clean
+from orchestrator.evidence.text import bounded, clean
 
 if TYPE_CHECKING:
     from orchestrator.checks.evidence import Evidence
@@ -38,6 +38,10 @@ class Unverifiable(Exception):
 
 
 Scope = dict[str, bool]
+
+# What one reason may say. Reasons quote what the harness wrote, and a 10 MB value quoted whole went into
+# scenario_result.json, every report and the episode page; the longest any published run's check gave is 662.
+REASON_CHARS = 2000
 CheckFn = Callable[["Evidence"], list[str]]
 # Outside its declared scope a check may still apply to what a rollout claims: a claim no scenario asked for (a
 # compaction recorded where none was provoked) is still a claim about the wire, and must not go unjudged.
@@ -139,19 +143,23 @@ def _run_checks(ev: Evidence, scope: Scope, checks: list[Check] | None) -> list[
             continue
         unavailable = [ev.unavailable(n) for n in c.needs if ev.unavailable(n)]
         if unavailable:
-            res.status, res.reasons = Status.FAIL, [f"required input unavailable: {u}" for u in unavailable]
+            res.status, res.reasons = Status.FAIL, [_said(f"required input unavailable: {u}") for u in unavailable]
             continue
         try:
             reasons = c.fn(ev)
         except Unverifiable as gap:
-            res.status, res.reasons = Status.NOT_APPLICABLE, [clean(str(gap))]
+            res.status, res.reasons = Status.NOT_APPLICABLE, [_said(str(gap))]
             continue
         except Exception as exc:  # a checker bug must not hide the other checks' verdicts
             reasons = [f"checker error: {type(exc).__name__}: {exc}"]
         if reasons:
             # Reasons quote harness text (ids, names, file names): made safe here, once, for every sink after us.
-            res.status, res.reasons = Status.FAIL, list(map(clean, reasons))
+            res.status, res.reasons = Status.FAIL, list(map(_said, reasons))
     return list(results.values())
+
+
+def _said(reason: str) -> str:
+    return bounded(clean(reason), REASON_CHARS)
 
 
 def gate(results: list[CheckResult], tier: str = "P0") -> bool:

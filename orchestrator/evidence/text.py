@@ -1,10 +1,11 @@
-"""The one sanitiser for harness text at every sink: control characters and lone surrogates written as escapes."""
+"""The one sanitiser for harness text at every sink: control characters and lone surrogates written as escapes,
+and lengths bounded."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["clean", "is_text"]
+__all__ = ["bounded", "clean", "is_text"]
 
 # Characters XML 1.0 cannot carry, terminals' escape sequences and lone surrogates (a non-UTF-8 file name read with
 # surrogateescape, a \ud800 escape): harness output is full of them, and a lone surrogate makes every UTF-8 writer
@@ -41,3 +42,13 @@ def is_text(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def bounded(text: str, limit: int) -> str:
+    """text, or its start and its end with how much was left out between them: the end of a schema's message says
+    what is wrong (`is too long`, `is not of type 'string'`), its start where."""
+    if len(text) <= limit:
+        return text
+    tail = limit // 4
+    head = limit - tail
+    return f"{text[:head]} … ({len(text) - head - tail:,} characters left out) … {text[-tail:]}"

@@ -16,12 +16,14 @@ from jsonschema.exceptions import ValidationError
 
 from orchestrator.errors import BadFile
 from orchestrator.evidence.jsonread import JsonFault, read_json
+from orchestrator.evidence.text import bounded
 from orchestrator.resources import scenario_schema_path, schemas_dir
 
 SCHEMA_DIR = schemas_dir()
 SCENARIO_SCHEMA = scenario_schema_path()
 
 __all__ = [
+    "FAULT_CHARS",
     "Fault",
     "FormatError",
     "envelope_faults",
@@ -37,10 +39,20 @@ __all__ = [
 ]
 
 
+# What a fault may say of its value. jsonschema's messages quote the whole instance (`[...] is too long`, `'...' is
+# not of type 'integer'`): a 10 MB value in a saved file made a 10 MB message in every report and error naming it.
+FAULT_CHARS = 400
+
+
 @dataclass(frozen=True)
 class Fault:
     path: str  # JSONPath of the offending value, `$` for the root
     message: str
+
+    def __post_init__(self) -> None:
+        # Both may quote what a file holds (a key in the path, the value in the message): bounded once, here.
+        object.__setattr__(self, "path", bounded(self.path, FAULT_CHARS))
+        object.__setattr__(self, "message", bounded(self.message, FAULT_CHARS))
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"

@@ -1,10 +1,13 @@
-"""Benchmark: the offline audit at scale: one rollout of 100,000 calls; 1,000 and 10,000 saved episodes.
+"""Benchmark: the offline audit at scale: one rollout of 100,000 tool calls; 1,000 and 10,000 saved episodes.
 
 Run with `make bench`, on a quiet machine. Each measurement runs in its own process (so peak RSS is its own) and
 prints wall and CPU seconds against its target; targets live here, not in timed tests.
 
-The 100,000-call rollout is audited from two sources: one marker file per tool call (100,000 files, more than a
-run ever saves), and the episode as a run saves it, with the markers its collection's file cap let it copy. Its
+The 100,000 tool calls are spread over as many model calls as a scenario a run accepts can script (at most 10,000
+steps: 11 calls a reply, 9,092 model calls with the final answer), every event at a time of its own as in a run;
+the audit must check them, not stop at the scenario (an `error` fails the bench). The rollout is audited from two
+sources: one marker file per tool call (100,000 files, more than a run ever saves), and the episode as a run saves
+it, with the markers its collection's file cap let it copy. Its
 target ("audits in under 10 s") is the wait, the wall time, printed beside its CPU split into user and system
 time. The audit reads the markers in place (one file written for them all, orchestrator/audit_copy.py): system
 time is the copies of the witness and rollout, the walk of the markers folder, and this VM zeroing the pages of
@@ -28,6 +31,7 @@ from typing import Any
 
 from orchestrator.audit import audit
 from orchestrator.checks import Evidence, Status, read_witness, run_checks, scope_of
+from orchestrator.evidence.validate import schema_tree
 from orchestrator.logs import LogFormat, configure_logging
 from orchestrator.output import write_json
 from orchestrator.runtime.collect import CollectLimits
@@ -72,10 +76,17 @@ def bench_many_episodes(n: int, tmp: Path) -> None:
     table.record(f"audit of {n:,} episodes", f"{1000 * cpu / n:.1f} ms CPU per episode", "-", "-")
 
 
+def _per_reply(n: int) -> int:
+    """The fewest tool calls a reply can hold for n calls in a scenario a run accepts: as many model calls as the
+    scenario's cap on steps allows (one of them the final answer), each a model call and an attempt on the wire."""
+    steps: int = schema_tree("probe-scenario/v1")["properties"]["script"]["maxItems"]
+    return max(1, -(-n // (steps - 1)))
+
+
 def bench_big_rollout(n: int, tmp: Path, as_saved: bool = False) -> None:
     """Audit one n-call episode. as_saved: only the markers a run's collection copies (the file cap counts the
     witness and the markers folder too), not one per call."""
-    scenario, rollout, events, markers = synthetic_episode(n)
+    scenario, rollout, events, markers = synthetic_episode(n, _per_reply(n))
     saved = dict(list(markers.items())[: CollectLimits().max_files - 2]) if as_saved else markers
     ep = tmp / "saved" / "reference" / "big"
     (ep / "markers").mkdir(parents=True)
@@ -98,19 +109,22 @@ def bench_big_rollout(n: int, tmp: Path, as_saved: bool = False) -> None:
     checks = _since(t)
     failed = [r.id for r in results if r.status == Status.FAIL]
     assert not failed, failed
-    lines, copied = len(events), len(saved)
+    lines, copied, replies = len(events), len(saved), len(rollout["model_calls"])
     del w, ev, results, scenario, rollout, events, markers, saved
     a = _audit_alone(tmp / "saved", tmp / "audited")
     # One marker per tool call: past the collection's file cap (20,000) and the marker read cap (10,000), the
-    # markers are not saved, copied or read, so the audit of this honest rollout fails exactly that check.
+    # markers are not saved, copied or read, so the audit of this honest rollout fails exactly that check. An
+    # episode the audit could not check at all (`error`: a scenario past its caps, say) measures no checks.
     failed = set(a["failed"])
+    assert a["verdict"] in ("pass", "fail") and a["checks"] > 0, (a["verdict"], a["error"][:300])
     assert failed <= {"witness.tools_executed"}, failed
     met = "met" if a["wall"] < ROLLOUT_TARGET_SECONDS else "NOT met"
     cpu = a["user"] + a["system"]
     rss_met = "met" if a["rss"] < ROLLOUT_TARGET_MIB else "NOT met"
     source = f"{copied:,} marker files, as a run saves it" if as_saved else "one marker file per tool call"
     print(
-        f"rollout of {n} calls ({lines} witness lines; {source}): read+validate witness {read}; all checks "
+        f"rollout of {n} tool calls in {replies} model calls ({lines} witness lines; {source}): read+validate "
+        f"witness {read}; all checks "
         f"{checks}; whole audit {a['wall']:.1f} s wall (target < {ROLLOUT_TARGET_SECONDS:.0f} s: {met}), {cpu:.1f} s "
         f"CPU ({a['user']:.1f} user + {a['system']:.1f} system), peak RSS {a['rss']:.0f} MiB (target < "
         f"{ROLLOUT_TARGET_MIB} MiB: {rss_met}); verdict {a['verdict']} (failed: {', '.join(sorted(failed)) or 'none'}; "
@@ -157,6 +171,8 @@ def audit_alone(src: Path, out: Path) -> None:
                 "system": now.system - times.system,
                 "rss": _peak_mib(),
                 "verdict": result["verdict"],
+                "checks": len(result["checks"]),
+                "error": str(result["execution"].get("error") or ""),
                 "failed": [c["id"] for c in result["checks"] if c["status"] == "fail"],
             }
         )

@@ -95,3 +95,28 @@ def test_a_check_outside_its_scope_applies_to_what_the_evidence_claims() -> None
     event = {"event": "start", "seq": 0}
     claims = _by_id(run_checks(Evidence(SCENARIO, witness=Witness([event])), {"compaction": False}, [claimed]))
     assert claims["c"].status == Status.FAIL and claims["c"].reasons == ["judged"]
+
+
+def test_a_reason_quoting_a_huge_value_is_bounded() -> None:
+    from orchestrator.checks.model import REASON_CHARS, Unverifiable
+
+    huge = "x" * 5_000_000
+
+    def gap(ev: Evidence) -> list[str]:
+        raise Unverifiable(f"gap g: {huge} end")
+
+    checks = [
+        _check("a", lambda ev: [f"the value {huge} is wrong", "short"]),
+        _check("b", gap),
+        _check("c", lambda ev: [], needs=("rollout",)),
+    ]
+    ev = Evidence(SCENARIO, witness=Witness([]))
+    ev.errors["rollout"] = f"rollout.json: {huge} is not JSON"
+    res = _by_id(run_checks(ev, {}, checks))
+    long, short = res["a"].reasons
+    assert short == "short"
+    for reason in (long, res["b"].reasons[0], res["c"].reasons[0]):
+        assert len(reason) < REASON_CHARS + 60
+        assert "characters left out" in reason
+    assert long.startswith("the value xxx") and long.endswith("x is wrong")
+    assert res["b"].reasons[0].startswith("gap g: ") and res["c"].reasons[0].startswith("required input unavailable")

@@ -128,7 +128,7 @@ def test_the_one_pass_reading_gives_what_the_line_by_line_reading_gives(
     path = FIXTURE.parents[1] / episode / "witness.jsonl"
     assert evidence_mod._as_proxy_wrote(evidence_mod._lines(path.read_bytes())) is not None  # the proxy's own lines
     fast = read_witness(path).events
-    monkeypatch.setattr(evidence_mod, "_as_proxy_wrote", lambda lines: None)
+    monkeypatch.setattr(evidence_mod, "_as_proxy_wrote", lambda lines, held=None: None)
     assert read_witness(path).events == fast
 
 
