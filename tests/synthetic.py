@@ -34,14 +34,16 @@ def synthetic_episode(
     calls, steps, tools, conv, events, markers = [], [], [], [{"role": "user", "content": "task"}], [], {}
 
     def event(event_kind: str, **fields: Any) -> None:
-        at = _wire(T0 + timedelta(milliseconds=10 * i + 5, microseconds=len(events) % 1000))
+        # A microsecond apart within the model call's slot (at most 1 + 3 x 1,000 events: under its 5 ms).
+        at = _wire(T0 + timedelta(milliseconds=10 * i + 5, microseconds=len(events) - first))
         events.append({"schema": "probe-witness/v1", "event": event_kind, "seq": len(events), "at": at, **fields})
 
-    i = 0  # the start event's time
+    i = first = 0  # the start event's time
     event("start", scenario="tool_success", addon_version="bench")
     issued = 0
     for i, k in enumerate([*replies, 0]):
         final = i == len(replies)
+        first = len(events) - 1  # offsets from 1: the start event has offset 0 of the first call
         rid = f"chatcmpl-{i}"
         ids = [f"call_{issued + j}" for j in range(k)]
         usage = {"prompt": 100 + i, "completion": 7, "reasoning": 2, "total": 107 + i, "cached": 3}

@@ -227,7 +227,7 @@ def _as_proxy_wrote(lines: Iterable[str | bytes], held: Held | None = None) -> l
         # Held compactly as they come (a 300,000-event witness takes 350 MiB as plain dicts, about half as held), so
         # the plain batch's memory is taken again by the next, and each pass over it finds it in the CPU's caches.
         batch = held.hold(kinds, batch)
-        held.nested(batch, "arguments", "tool_call.arguments")
+        held.at("arguments", [(e, "arguments") for e in batch if type(e.get("arguments")) is dict])
         events += batch
         at += len(batch)
     if events and events[0].get("event") != "start":

@@ -9,6 +9,7 @@ from orchestrator.checks.evidence import Evidence
 from orchestrator.checks.join import call_column, decided, model_calls, shared
 from orchestrator.checks.model import Kind, check
 from orchestrator.evidence.jsonread import JsonFault, loads
+from orchestrator.evidence.text import bounded
 
 __all__: list[str] = []
 
@@ -367,8 +368,15 @@ def _each_requested_once(ev: Evidence) -> bool:
 )
 def gaps_none_voiding(ev: Evidence) -> list[str]:
     """No gap voids an evidence label: what the harness did not report is named, and named gaps count against it."""
+    # The labels close each reason, each once and in order, after a detail of bounded length: the reports read them
+    # back from there (report/findings.py), and a reason past the runner's bound would lose them to its cut.
     return [
-        f"{g.get('code')}: {g.get('detail')} (voids {', '.join(g['labels'])})"
+        f"{bounded(str(g.get('code')), 200)}: {bounded(str(g.get('detail')), 1000)} (voids {_labels(g['labels'])})"
         for g in _dicts(ev, "gaps")
         if g.get("labels")
     ]
+
+
+def _labels(labels: list[str]) -> str:
+    # rollout.format passed (this check depends on it): every label is E1..E10.
+    return ", ".join(sorted(set(labels), key=lambda label: int(label[1:])))

@@ -1,20 +1,21 @@
-"""Evidence held compactly in memory: the records of one kind share one key table, and a short string read again is
-held once."""
+"""Evidence held compactly in memory: the records of one kind share one key table, and a string read again is held
+once."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
 from itertools import chain, compress, islice, repeat
-from operator import is_not
+from operator import is_not, le
 from typing import Any
 
 __all__ = ["Held", "hold_rollout"]
 
 _TEXT = frozenset({str, type(None)})
-# Keys whose values are times, written to the millisecond or microsecond: no two alike, so looking each up in the
-# table of strings held would cost a pass and hold nothing once (a witness has one per event).
-_DISTINCT = frozenset({"at", "started_at", "completed_at", "timestamp"})
+# Keys whose values are never alike: times, written to the millisecond or microsecond (a witness has one per event),
+# and the witness's marker path, token and request hash of each call. Looking each up in the table of strings held
+# would cost a pass and hold nothing once.
+_DISTINCT = frozenset({"at", "started_at", "completed_at", "timestamp", "marker_path", "token", "request_sha256"})
 # Records held together: each pass over them finds them still in the CPU's caches, and the plain ones' memory is
 # taken again by the next chunk.
 _CHUNK = 256
@@ -32,11 +33,11 @@ class Held:
 
     A record becomes the `__dict__` of an instance of its kind's class: CPython keeps the keys of such dicts once for
     the class (a split table) and only the values per record, so an attempt's 27 keys take 288 bytes, not 1,168.
-    It is still a `dict` to every reader (indexing, `get`, equality, `json`); a record whose keys come in another
-    order, or one a check changes, becomes an ordinary dict, as correct and only as large as before. A class is made
-    for a kind the caller names and the keys of its first record, and kept for the process, at most MAX_LAYOUTS of
-    them. Each string value is held once: the ids, commands and outputs a rollout and its witness repeat three to
-    six times each.
+    It is still a `dict` to every reader (indexing, `get`, equality, `json`); one a check changes may become an
+    ordinary dict, as correct and only as large as before. A class is made for a kind the caller names and the keys
+    of its first record, and kept for the process, at most MAX_LAYOUTS_PER_KIND a kind; a record with a key its class
+    lacks is left as it was read. Each string value is held once: the ids, commands and outputs a rollout and its
+    witness repeat three to six times each.
     """
 
     def __init__(self) -> None:
@@ -55,10 +56,11 @@ class Held:
         Done a column at a time (map, not a Python step per value): 100,000 records are held in a few tenths of a
         second."""
         classes = list(map(self._class, kinds, records))
-        if None in classes:  # a layout past the bounds: those records are held as they were read
-            held = [r if c is None else c().__dict__ for c, r in zip(classes, records, strict=True)]
-        else:
-            held = [c().__dict__ for c in classes]  # type: ignore[misc]  # None is not among them
+        # Only a record whose keys are all its class's: a key the class has not seen would join its key table, which
+        # lives as long as the process (a hostile rollout could keep megabytes of keys that way). Any other record, or
+        # one of a layout past the bounds, is held as it was read.
+        fits = list(map(le, map(dict.keys, records), map(_keys_of, classes)))
+        held = [c().__dict__ if f and c is not None else r for c, f, r in zip(classes, fits, records, strict=True)]
         deque(map(dict.update, held, records), 0)
         strings = self._strings
         one = len(set(kinds)) == 1
@@ -81,35 +83,38 @@ class Held:
                     deque(map(dict.__setitem__, owners, repeat(key), map(strings.setdefault, column, column)), 0)
         return held
 
-    def records(self, kind: str, values: Any) -> None:
+    def records(self, kind: str, values: list[Any]) -> None:
         """Each dict of the list `values`, held in place (anything else is left as it is)."""
-        if type(values) is not list:
-            return
         for start in range(0, len(values), _CHUNK):
             chunk = values[start : start + _CHUNK]
             if set(map(type, chunk)) == {dict}:
                 values[start : start + _CHUNK] = self.hold([kind] * len(chunk), chunk)
             else:
-                at = [i for i, v in enumerate(chunk) if type(v) is dict]
-                for i, h in zip(at, self.hold([kind] * len(at), [chunk[i] for i in at]) if at else [], strict=True):
-                    values[start + i] = h
+                self.at(kind, [(values, start + i) for i, v in enumerate(chunk) if type(v) is dict])
 
-    def nested(self, records: list[Any], key: str, kind: str) -> None:
-        """The object under `key` of each record, held in place (anything else is left as it is)."""
-        for start in range(0, len(records), _CHUNK):
-            owners = [r for r in records[start : start + _CHUNK] if type(r) is dict and type(r.get(key)) is dict]
-            if owners:
-                held = self.hold([kind] * len(owners), [r[key] for r in owners])
-                deque(map(dict.__setitem__, owners, repeat(key), held), 0)
+    def at(self, kind: str, slots: list[tuple[Any, Any]]) -> None:
+        """Hold the dict at each (container, key or index) in place, in chunks."""
+        for start in range(0, len(slots), _CHUNK):
+            chunk = slots[start : start + _CHUNK]
+            values = [c[k] for c, k in chunk]
+            for (container, key), value in zip(chunk, self.hold([kind] * len(values), values), strict=True):
+                container[key] = value
 
 
 # Layouts (a kind and its first record's keys) a process has made a class for: a class lives as long as the
-# process (freed per episode, an audit of 10,000 episodes grew by the classes it left for the collector). Bounded, as
-# the keys are the harness's: past the bounds a kind's records are left as ordinary dicts.
+# process (freed per episode, an audit of 10,000 episodes grew by the classes it left for the collector). Bounded per
+# kind, as the keys are the harness's: past the bounds a kind's records are left as ordinary dicts, and hostile
+# rollouts that use up one kind's layouts leave the others (the witness's, whose keys its schema fixes) as they were.
 _LAYOUTS: dict[tuple[str, tuple[str, ...]], type] = {}
-MAX_LAYOUTS = 1000
+_PER_KIND: dict[str, int] = {}
+MAX_LAYOUTS_PER_KIND = 64
 MAX_KEYS = 30  # CPython shares at most 30 keys a class
 MAX_KEY_CHARS = 64
+_NO_KEYS: frozenset[str] = frozenset()
+
+
+def _keys_of(cls: type | None) -> frozenset[str]:
+    return _NO_KEYS if cls is None else cls.held_keys  # type: ignore[attr-defined]
 
 
 def _layout(kind: str, first: dict[str, Any]) -> type | None:
@@ -119,36 +124,75 @@ def _layout(kind: str, first: dict[str, Any]) -> type | None:
     if cls is not None:
         return cls
     if (
-        len(_LAYOUTS) >= MAX_LAYOUTS
+        _PER_KIND.get(kind, 0) >= MAX_LAYOUTS_PER_KIND
+        or not keys
         or len(keys) > MAX_KEYS
         or any(type(k) is not str or len(k) > MAX_KEY_CHARS for k in keys)  # a dict built in Python may hold others
     ):
         return None
+    _PER_KIND[kind] = _PER_KIND.get(kind, 0) + 1
     cls = _LAYOUTS[layout] = type(f"Held_{len(_LAYOUTS)}", (), {})
     # The class's key table grows with the first dict given keys: dicts made before it holds them would have no room
-    # for their values and become ordinary dicts, so one is filled first.
+    # for their values and become ordinary dicts, so one is filled first. The keys are set on the class after it, so
+    # they are never one of its instances' keys.
     cls().__dict__.update(first)
+    cls.held_keys = frozenset(keys)  # type: ignore[attr-defined]
     return cls
+
+
+# Inner objects before the records holding them: a record held first would keep the plain ones its copy of their
+# reference points to.
+_ROLLOUT_ORDER = ("token_stats", "arguments", "message.tool_calls", "message", "model_calls", "steps", "tool_calls")
 
 
 def hold_rollout(rollout: Mapping[str, object], held: Held) -> None:
     """The rollout's many records (model calls, steps, tool records, history messages and the calls they hold),
-    held compactly in place; its shape and values are unchanged."""
-    for key, nested in (("model_calls", "token_stats"), ("steps", None), ("tool_calls", "arguments")):
-        records = rollout.get(key)
-        held.records(key, records)
-        if nested is not None and type(records) is list:
-            held.nested(records, nested, f"{key}.{nested}")
-    invocations = rollout.get("invocations")
-    if type(invocations) is not list:
-        return
-    for inv in invocations:
+    held compactly in place; its shape and values are unchanged. A long list is held in place a chunk at a time;
+    records of one kind in short lists are gathered across them a chunk at a time (a history of 400,000 messages of
+    one call each is a few thousand passes, not 400,000)."""
+    slots: dict[str, list[tuple[Any, Any]]] = {kind: [] for kind in _ROLLOUT_ORDER}
+    lists: dict[str, list[list[Any]]] = {kind: [] for kind in _ROLLOUT_ORDER}
+
+    def flush() -> None:
+        for kind in _ROLLOUT_ORDER:
+            held.at(kind, slots[kind])
+            slots[kind] = []
+
+    def gathered(kind: str, found: list[tuple[Any, Any]]) -> None:
+        slots[kind] += found
+        if len(slots[kind]) >= _CHUNK:
+            flush()
+
+    def take(kind: str, values: Any) -> None:
+        if type(values) is not list:
+            return
+        if len(values) >= _CHUNK // 4:
+            lists[kind].append(values)
+        else:
+            gathered(kind, [(values, i) for i, v in enumerate(values) if type(v) is dict])
+
+    def inner(kind: str, records: list[Any], key: str) -> None:
+        gathered(kind, [(r, key) for r in records if type(r) is dict and type(r.get(key)) is dict])
+
+    for key, nested in (("model_calls", "token_stats"), ("tool_calls", "arguments")):
+        records = _list(rollout.get(key))
+        for start in range(0, len(records), _CHUNK):
+            inner(nested, records[start : start + _CHUNK], nested)
+    for key in ("model_calls", "steps", "tool_calls"):
+        take(key, rollout.get(key))
+    for inv in _list(rollout.get("invocations")):
         history = inv.get("conversation") if type(inv) is dict else None
-        if type(history) is not list:
-            continue
-        held.records("message", history)
-        for m in history:
-            calls = m.get("tool_calls") if type(m) is dict else None
+        take("message", history)
+        for message in _list(history):
+            calls = message.get("tool_calls") if type(message) is dict else None
             if type(calls) is list:
-                held.records("message.tool_calls", calls)
-                held.nested(calls, "arguments", "message.tool_calls.arguments")
+                inner("arguments", calls, "arguments")
+                take("message.tool_calls", calls)
+    flush()
+    for kind in _ROLLOUT_ORDER:
+        for values in lists[kind]:
+            held.records(kind, values)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if type(value) is list else []

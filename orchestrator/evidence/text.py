@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["bounded", "clean", "is_text"]
+__all__ = ["CUT", "bounded", "clean", "is_text"]
 
 # Characters XML 1.0 cannot carry, terminals' escape sequences and lone surrogates (a non-UTF-8 file name read with
 # surrogateescape, a \ud800 escape): harness output is full of them, and a lone surrogate makes every UTF-8 writer
@@ -44,11 +44,20 @@ def is_text(name: str) -> bool:
     return True
 
 
+CUT = "characters left out)"
+_WORD = 40  # how far a cut moves to fall between words
+
+
 def bounded(text: str, limit: int) -> str:
     """text, or its start and its end with how much was left out between them: the end of a schema's message says
-    what is wrong (`is too long`, `is not of type 'string'`), its start where."""
+    what is wrong (`is too long`, `is not of type 'string'`), its start where. Both cuts fall between words where a
+    space is near, so no id is cut into another id (the episode page marks the ids a reason names)."""
     if len(text) <= limit:
         return text
-    tail = limit // 4
-    head = limit - tail
-    return f"{text[:head]} … ({len(text) - head - tail:,} characters left out) … {text[-tail:]}"
+    head = limit - limit // 4
+    tail = len(text) - limit // 4
+    space = text.rfind(" ", head - _WORD, head)
+    head = space if space > 0 else head
+    space = text.find(" ", tail, tail + _WORD)
+    tail = space + 1 if space >= 0 else tail
+    return f"{text[:head]} … ({tail - head:,} {CUT} … {text[tail:]}"

@@ -16,7 +16,7 @@ from jsonschema.exceptions import ValidationError
 
 from orchestrator.errors import BadFile
 from orchestrator.evidence.jsonread import JsonFault, read_json
-from orchestrator.evidence.text import bounded
+from orchestrator.evidence.text import CUT, bounded
 from orchestrator.resources import scenario_schema_path, schemas_dir
 
 SCHEMA_DIR = schemas_dir()
@@ -42,6 +42,7 @@ __all__ = [
 # What a fault may say of its value. jsonschema's messages quote the whole instance (`[...] is too long`, `'...' is
 # not of type 'integer'`): a 10 MB value in a saved file made a 10 MB message in every report and error naming it.
 FAULT_CHARS = 400
+_PREFIX = 64  # what a reader may put before a fault's path: `line 123456: `
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,12 @@ class Fault:
     message: str
 
     def __post_init__(self) -> None:
-        # Both may quote what a file holds (a key in the path, the value in the message): bounded once, here.
-        object.__setattr__(self, "path", bounded(self.path, FAULT_CHARS))
-        object.__setattr__(self, "message", bounded(self.message, FAULT_CHARS))
+        # Both may quote what a file holds (a key in the path, the value in the message): bounded once, here. A text
+        # cut already and then given a short prefix (`line 12: ` before a path) keeps its one cut and its count.
+        for name in ("path", "message"):
+            text = getattr(self, name)
+            if not (CUT in text and len(text) <= FAULT_CHARS + _PREFIX):
+                object.__setattr__(self, name, bounded(text, FAULT_CHARS))
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"

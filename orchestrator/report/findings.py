@@ -74,7 +74,9 @@ def labels_of(check: dict[str, Any]) -> set[str]:
     if check["status"] == "fail" and _blocked(check):
         return set()
     if check["id"] == "gaps.none_voiding" and check["status"] == "fail":
-        voided = " ".join(re.findall(r"\(voids ([^)]*)\)", " ".join(check["reasons"])))
+        # Each reason ends with its labels (checks/rollout_semantic.py): a `(voids ...)` in a gap's own detail is the
+        # harness's text, not a label list.
+        voided = " ".join(m.group(1) for r in check["reasons"] if (m := re.search(r"\(voids ([^()]*)\)$", str(r))))
         return set(re.findall(r"E10|E[1-9]", voided))
     return set(check.get("evidence", []))
 

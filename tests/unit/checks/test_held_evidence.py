@@ -103,3 +103,44 @@ def test_the_fixture_witness_reads_as_its_lines() -> None:
     w = read_witness(FIXTURE / "witness.jsonl")
     assert w.events == [json.loads(ln) for ln in (FIXTURE / "witness.jsonl").read_text().splitlines()]
     assert sys.getsizeof(w.attempts(None)[0]) < sys.getsizeof(dict(w.attempts(None)[0]))
+
+
+def test_a_record_with_a_key_its_class_lacks_is_left_as_read() -> None:
+    # The class's key table lives as long as the process: a later record's new key must never join it.
+    held = Held()
+    first = held.hold(["late-key"], [{"a": 1, "b": 2}])[0]
+    extra = {"a": 3, "k" * 5_000: 4}
+    subset = {"b": 5}
+    later = held.hold(["late-key", "late-key"], [extra, subset])
+    assert later[0] is extra  # left as it was read
+    assert later[1] is not subset and later[1] == {"b": 5}  # a subset of the class's keys is held
+    assert first == {"a": 1, "b": 2}
+
+
+def test_many_short_lists_are_held_in_few_passes(monkeypatch: Any) -> None:
+    history: list[Any] = [{"role": "user", "content": "task"}]
+    for i in range(4_000):
+        history.append(
+            {"role": "assistant", "content": None, "tool_calls": [{"tool_call_id": f"c{i}", "arguments": {"a": i}}]}
+        )
+    rollout: dict[str, Any] = {"invocations": [{"conversation": history}]}
+    expected = copy.deepcopy(rollout)
+    calls: list[int] = []
+    hold = Held.hold
+
+    def counted(self: Held, kinds: list[str], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        calls.append(len(records))
+        return hold(self, kinds, records)
+
+    monkeypatch.setattr(Held, "hold", counted)
+    hold_rollout(rollout, Held())
+    assert rollout == expected
+    # 12,001 records (4,001 messages, 4,000 calls, 4,000 arguments) in chunks: not a pass per message.
+    assert sum(calls) == 12_001 and len(calls) < 60, len(calls)
+    # Inner objects are held before the records holding them, so the records point at the held ones.
+    message = rollout["invocations"][0]["conversation"][1]
+    assert (
+        message["tool_calls"][0]["arguments"]
+        is not expected["invocations"][0]["conversation"][1]["tool_calls"][0]["arguments"]
+    )
+    assert sys.getsizeof(message["tool_calls"][0]) < sys.getsizeof(dict(message["tool_calls"][0]))

@@ -115,7 +115,7 @@ LIES = [
         accuracy.lie_final_text,
     ),
     (
-        "a tool moved to the next step after a thrown-away reply (Gemini CLI)",
+        "a tool moved to no step after a thrown-away reply (Gemini CLI)",
         "steps.witness_attempts",
         "native:gemini-cli/tool_args_truncated",
         lie_tool_moved_to_no_step,

@@ -38,3 +38,18 @@ def test_a_short_fault_is_left_whole_and_a_long_path_is_bounded() -> None:
     assert Fault("$.a", "is wrong").message == "is wrong"
     long = Fault("$." + "k" * 10_000, "is wrong")
     assert len(long.path) <= FAULT_CHARS + 60 and long.path.startswith("$.kkk")
+
+
+def test_a_cut_falls_between_words_and_a_prefixed_path_keeps_its_one_cut() -> None:
+    from orchestrator.evidence.text import bounded
+
+    ids = [f"call_{i:04d}" for i in range(1000)]
+    text = bounded("; ".join(ids), 500)
+    assert len(text) < 560
+    # No fragment of an id reads as another id: every id-like word kept is one of the originals, whole.
+    words = [w.strip(";") for w in text.split() if w.startswith("call_")]
+    assert words and set(words) <= set(ids)
+    fault = Fault("$." + "k" * 1000, "is wrong")
+    named = Fault(f"line 12: {fault.path}", fault.message)
+    assert named.path == f"line 12: {fault.path}"  # not cut a second time: its count stays true
+    assert named.path.count("characters left out") == 1
