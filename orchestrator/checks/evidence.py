@@ -162,7 +162,7 @@ def read_witness(path: Path, max_bytes: int = MAX_FILE_BYTES, held: Held | None 
     `max_bytes`: the largest file read (a run collecting under a higher byte cap reads what it collected).
     `held`: what the episode's other evidence already holds (the rollout's strings), shared with the witness."""
     with gc_paused():  # hundreds of thousands of small dicts: no quadratic GC walks while they are built
-        return _read_witness(path, max_bytes, held or Held())
+        return _read_witness(path, max_bytes, held)
 
 
 def _lines(raw: bytes) -> Sequence[str | bytes]:
@@ -235,7 +235,7 @@ def _as_proxy_wrote(lines: Iterable[str | bytes], held: Held | None = None) -> l
     return events
 
 
-def _read_witness(path: Path, max_bytes: int, held: Held) -> Witness:
+def _read_witness(path: Path, max_bytes: int, held: Held | None) -> Witness:
     try:
         try:
             written = _as_proxy_wrote(chain.from_iterable(_proxy_lines(path, max_bytes)), held)
